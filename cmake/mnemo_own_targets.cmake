@@ -1,0 +1,16 @@
+# Flags for mnemo's own tests, benches and examples (never for the mnemo target).
+# mnemo_strict(target): warnings as errors plus the ISA chosen by MNEMO_ISA.
+function(mnemo_strict target)
+  target_compile_options(${target} PRIVATE -Wall -Wextra -Wpedantic -Werror)
+  if(MNEMO_ISA STREQUAL "scalar")
+    target_compile_definitions(${target} PRIVATE MNEMO_FORCE_SCALAR=1)
+  elseif(MNEMO_ISA STREQUAL "native")
+    include(CheckCXXCompilerFlag)
+    check_cxx_compiler_flag(-march=native MNEMO_HAS_MARCH_NATIVE)
+    if(MNEMO_HAS_MARCH_NATIVE)
+      target_compile_options(${target} PRIVATE -march=native)
+    endif()
+  else()
+    message(FATAL_ERROR "MNEMO_ISA must be native or scalar, not '${MNEMO_ISA}'")
+  endif()
+endfunction()

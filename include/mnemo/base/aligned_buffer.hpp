@@ -1,0 +1,92 @@
+// An owning, aligned, move-only buffer of trivially copyable elements.
+#pragma once
+
+#include <cstddef>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <new>
+#include <span>
+#include <type_traits>
+#include <utility>
+
+#include "mnemo/base/assert.hpp"
+#include "mnemo/base/config.hpp"
+#include "mnemo/base/result.hpp"
+
+namespace mnemo {
+
+/// Storage for K/V rows, activations and scratch: 64-byte aligned, zero-filled on
+/// creation (masked, padded regions must never hold NaNs), never throws.
+template <class T>
+class aligned_buffer {
+  static_assert(std::is_trivially_copyable_v<T>, "aligned_buffer holds trivially copyable types");
+
+ public:
+  aligned_buffer() noexcept = default;
+
+  /// Allocates `n` zeroed elements, or returns a no_space status.
+  static result<aligned_buffer> make(std::size_t n) {
+    aligned_buffer b;
+    if (n == 0) return b;
+    if (n > std::numeric_limits<std::size_t>::max() / sizeof(T) - k_buffer_alignment)
+      return make_status(status_code::no_space, "buffer of %zu elements overflows size_t", n);
+    const std::size_t bytes = round_up(n * sizeof(T));
+    void* p = std::aligned_alloc(k_buffer_alignment, bytes);
+    if (p == nullptr)
+      return make_status(status_code::no_space, "cannot allocate %zu bytes", bytes);
+    std::memset(p, 0, bytes);
+    b.data_ = static_cast<T*>(p);
+    b.size_ = n;
+    return b;
+  }
+
+  aligned_buffer(aligned_buffer&& o) noexcept
+      : data_(std::exchange(o.data_, nullptr)), size_(std::exchange(o.size_, 0)) {}
+  aligned_buffer& operator=(aligned_buffer&& o) noexcept {
+    if (this != &o) {
+      std::free(data_);
+      data_ = std::exchange(o.data_, nullptr);
+      size_ = std::exchange(o.size_, 0);
+    }
+    return *this;
+  }
+  aligned_buffer(const aligned_buffer&) = delete;
+  aligned_buffer& operator=(const aligned_buffer&) = delete;
+  ~aligned_buffer() { std::free(data_); }
+
+  /// A deep copy, or a no_space status.
+  result<aligned_buffer> clone() const {
+    auto r = make(size_);
+    if (r.is_ok() && size_ != 0) std::memcpy(r->data_, data_, size_ * sizeof(T));
+    return r;
+  }
+
+  T* data() noexcept { return data_; }
+  const T* data() const noexcept { return data_; }
+  std::size_t size() const noexcept { return size_; }
+  std::size_t size_bytes() const noexcept { return size_ * sizeof(T); }
+  bool empty() const noexcept { return size_ == 0; }
+  T& operator[](std::size_t i) noexcept { MNEMO_DASSERT(i < size_); return data_[i]; }
+  const T& operator[](std::size_t i) const noexcept { MNEMO_DASSERT(i < size_); return data_[i]; }
+  T* begin() noexcept { return data_; }
+  T* end() noexcept { return data_ + size_; }
+  const T* begin() const noexcept { return data_; }
+  const T* end() const noexcept { return data_ + size_; }
+  std::span<T> span() noexcept { return {data_, size_}; }
+  std::span<const T> span() const noexcept { return {data_, size_}; }
+
+  void fill_zero() noexcept {
+    if (size_ != 0) std::memset(data_, 0, size_ * sizeof(T));
+  }
+
+ private:
+  static constexpr std::size_t round_up(std::size_t bytes) noexcept {
+    return (bytes + k_buffer_alignment - 1) / k_buffer_alignment * k_buffer_alignment;
+  }
+
+  T* data_ = nullptr;
+  std::size_t size_ = 0;
+};
+
+}  // namespace mnemo
