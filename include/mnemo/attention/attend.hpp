@@ -1,0 +1,253 @@
+// The fast attention kernel: GQA-aware (each K/V row is read once per KV head per
+// call), masks from cell metadata, split-K over long contexts with partial states
+// merged by attention_state algebra, several streams per call, optional statistics
+// export. Decode and prefill are the same code: tiles of rows against blocks of
+// cells, with the score product in dot form (few rows) or GEMM form (many rows).
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <span>
+#include <vector>
+
+#include "mnemo/attention/detail/block_kernels.hpp"
+#include "mnemo/attention/detail/item.hpp"
+#include "mnemo/attention/detail/validate.hpp"
+#include "mnemo/attention/kv_view.hpp"
+#include "mnemo/attention/params.hpp"
+#include "mnemo/attention/sink.hpp"
+#include "mnemo/attention/state.hpp"
+#include "mnemo/base/aligned_buffer.hpp"
+#include "mnemo/base/parallel.hpp"
+#include "mnemo/simd/cpu.hpp"
+
+namespace mnemo::attention {
+
+struct options {
+  int n_threads = 0;  // 0: default_thread_count()
+};
+
+/// Scratch memory reused across calls, so a decode step allocates nothing once warm.
+class workspace {
+ public:
+  /// A buffer of at least n floats (contents unspecified), or a no_space status.
+  result<float*> floats(std::size_t n) { return grow(floats_, n); }
+  result<std::uint8_t*> bytes(std::size_t n) { return grow(bytes_, n); }
+
+  std::vector<std::uint32_t> order;
+  std::vector<detail::tile> tiles;
+  std::vector<detail::item> items;
+  std::vector<std::size_t> partial_offset;
+
+ private:
+  template <class T>
+  static result<T*> grow(aligned_buffer<T>& b, std::size_t n) {
+    if (b.size() < n) {
+      auto r = aligned_buffer<T>::make(n + n / 4);
+      if (!r.is_ok()) return r.error();
+      b = std::move(r).value();
+    }
+    return b.data();
+  }
+  aligned_buffer<float> floats_;
+  aligned_buffer<std::uint8_t> bytes_;
+};
+
+namespace detail {
+
+/// Per-thread scratch layout inside one float block and one byte block.
+struct scratch_layout {
+  std::size_t rows, tokens, dk, dv;
+  std::size_t floats() const {
+    return rows * (dk + dv + 2 + k_block_cells) + k_block_cells * (2 * dk + dv) + 16 * 8;
+  }
+  std::size_t bytes() const { return tokens * k_block_cells; }
+  scratch at(float* f, std::uint8_t* b) const {
+    auto take = [&](std::size_t n) {
+      float* p = f;
+      f += (n + 15) / 16 * 16;  // keep every array 64-byte aligned
+      return p;
+    };
+    scratch s;
+    s.q = take(rows * dk);
+    s.o = take(rows * dv);
+    s.m = take(rows);
+    s.l = take(rows);
+    s.s = take(rows * k_block_cells);
+    s.kf = take(k_block_cells * dk);
+    s.kt = take(dk * k_block_cells);
+    s.vf = take(k_block_cells * dv);
+    s.keep = b;
+    return s;
+  }
+};
+
+}  // namespace detail
+
+/// Attends every query token to the cells of its stream.
+/// q.q: [n_tokens, n_head, d_k] f32; out: [n_tokens, n_head, d_v] f32 (overwritten).
+/// K/V of each stream: KE / VE rows as described by kv_segment. Rows that attend
+/// nothing are zeros. Returns a status for any malformed argument (nothing written).
+template <simd::isa_tag Isa, dtype::kv_element KE, dtype::kv_element VE,
+          stats_sink Sink = null_sink>
+status attend(const shape& sh, const params& p, const query_batch& q,
+              std::span<const kv_view> streams, float* out, workspace& ws,
+              const options& opt = {}, Sink sink = {}) {
+  static_assert(simd::is_compiled<Isa>,
+                "attention::attend<Isa>: Isa is not compiled for this architecture");
+  MNEMO_RETURN_IF_ERROR((detail::validate_call<KE, VE>(sh, p, q, streams, out, sink)));
+  if (q.n_tokens == 0) return {};
+  if (!simd::supported<Isa>())
+    return make_status(status_code::unsupported, "attention: this CPU cannot run the %s kernels",
+                       Isa::name.data());
+  using K = detail::block_kernels<Isa>;
+  const std::size_t g = sh.group(), dv = sh.d_v;
+  const int threads = opt.n_threads > 0 ? opt.n_threads : default_thread_count();
+  auto stream_of = [&](std::size_t t) -> std::uint32_t { return q.stream ? q.stream[t] : 0u; };
+
+  // Tiles: runs of tokens of one (stream, sequence), at most tokens_per_tile each.
+  auto& order = ws.order;
+  order.resize(q.n_tokens);
+  for (std::size_t t = 0; t < q.n_tokens; ++t) order[t] = static_cast<std::uint32_t>(t);
+  std::stable_sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) {
+    return stream_of(a) != stream_of(b) ? stream_of(a) < stream_of(b) : q.seq[a] < q.seq[b];
+  });
+  const std::size_t tokens_per_tile = std::max<std::size_t>(1, detail::k_tile_rows / g);
+  ws.tiles.clear();
+  for (std::size_t i = 0; i < q.n_tokens;) {
+    std::size_t j = i + 1;
+    while (j < q.n_tokens && j - i < tokens_per_tile && stream_of(order[j]) == stream_of(order[i]) &&
+           q.seq[order[j]] == q.seq[order[i]])
+      ++j;
+    ws.tiles.push_back({stream_of(order[i]), static_cast<std::uint32_t>(i),
+                        static_cast<std::uint32_t>(j - i)});
+    i = j;
+  }
+
+  // Split-K: enough items to keep every thread busy, chunks of at least 256 cells.
+  const std::size_t base_items = ws.tiles.size() * sh.n_head_kv;
+  const std::size_t want = (4 * static_cast<std::size_t>(threads) + base_items - 1) / base_items;
+  auto chunks_of = [&](std::size_t stream) {
+    const std::size_t n = streams[stream].n_cells();
+    return std::max<std::size_t>(1, std::min(want, n / 256));
+  };
+  ws.items.clear();
+  for (const detail::tile& t : ws.tiles) {
+    const std::size_t n = streams[t.stream].n_cells(), nc = chunks_of(t.stream);
+    const std::size_t step = (n + nc - 1) / nc;
+    const std::size_t step_b = (step + detail::k_block_cells - 1) / detail::k_block_cells * detail::k_block_cells;
+    for (std::size_t hk = 0; hk < sh.n_head_kv; ++hk)
+      for (std::size_t c0 = 0; c0 < std::max<std::size_t>(n, 1); c0 += std::max<std::size_t>(step_b, 1))
+        ws.items.push_back({&t, hk, c0, std::min(n, c0 + step_b)});
+  }
+  const bool split = ws.items.size() != base_items;
+
+  // Memory: per-thread scratch, final lse per row, and partial states when split.
+  const detail::scratch_layout lay{tokens_per_tile * g, tokens_per_tile, sh.d_k, dv};
+  const std::size_t per_thread = lay.floats();
+  std::size_t partial_floats = 0;
+  if (split) {
+    ws.partial_offset.resize(ws.items.size());
+    for (std::size_t i = 0; i < ws.items.size(); ++i) {
+      ws.partial_offset[i] = partial_floats;
+      partial_floats += ws.items[i].t->count * g * (dv + 2);
+    }
+  }
+  const std::size_t lse_floats = q.n_tokens * sh.n_head;
+  MNEMO_ASSIGN_OR_RETURN(float* fbuf, ws.floats(per_thread * threads + partial_floats + lse_floats));
+  MNEMO_ASSIGN_OR_RETURN(std::uint8_t* bbuf, ws.bytes(lay.bytes() * threads + 64));
+  float* partials = fbuf + per_thread * threads;
+  float* lse = partials + partial_floats;
+
+  const detail::call c{sh, p, &q, streams.data(), order.data(), (dtype::blocks_in_row<KE>(sh.d_k) * sizeof(KE)),
+                       (dtype::blocks_in_row<VE>(sh.d_v) * sizeof(VE))};
+  // Writes a finished row state to the output and lse.
+  auto finish = [&](const detail::tile& t, std::size_t hk, const float* o, const float* m,
+                    const float* l) {
+    for (std::size_t ti = 0; ti < t.count; ++ti) {
+      const std::size_t tok = order[t.first + ti];
+      for (std::size_t hh = 0; hh < g; ++hh) {
+        const std::size_t r = ti * g + hh, h = hk * g + hh;
+        finalize_partial({o + r * dv, dv}, l[r], {out + (tok * sh.n_head + h) * dv, dv});
+        lse[tok * sh.n_head + h] = l[r] > 0.0f ? m[r] + std::log(l[r]) : k_neg_inf;
+      }
+    }
+  };
+
+  parallel_for(ws.items.size(), threads, [&](std::size_t i, int th) {
+    const detail::scratch w = lay.at(fbuf + per_thread * th, bbuf + lay.bytes() * th);
+    const detail::item& it = ws.items[i];
+    K::template run_item<KE, VE>(c, it, w);
+    if (!split) {
+      finish(*it.t, it.head_kv, w.o, w.m, w.l);
+      return;
+    }
+    const std::size_t R = it.t->count * g;
+    float* dst = partials + ws.partial_offset[i];
+    std::memcpy(dst, w.o, R * dv * sizeof(float));
+    std::memcpy(dst + R * dv, w.m, R * sizeof(float));
+    std::memcpy(dst + R * (dv + 1), w.l, R * sizeof(float));
+  });
+
+  if (split) {
+    // Items of one (tile, head) are consecutive, in chunk order: merge them in order.
+    std::vector<std::size_t> first_item;
+    for (std::size_t i = 0; i < ws.items.size(); ++i)
+      if (i == 0 || ws.items[i].t != ws.items[i - 1].t || ws.items[i].head_kv != ws.items[i - 1].head_kv)
+        first_item.push_back(i);
+    first_item.push_back(ws.items.size());
+    parallel_for(first_item.size() - 1, threads, [&](std::size_t gi, int th) {
+      const detail::scratch w = lay.at(fbuf + per_thread * th, bbuf + lay.bytes() * th);
+      const detail::item& it0 = ws.items[first_item[gi]];
+      const std::size_t R = it0.t->count * g;
+      for (std::size_t r = 0; r < R; ++r) {
+        w.m[r] = k_neg_inf;
+        w.l[r] = 0.0f;
+      }
+      for (std::size_t i = first_item[gi]; i < first_item[gi + 1]; ++i) {
+        const float* src = partials + ws.partial_offset[i];
+        for (std::size_t r = 0; r < R; ++r)
+          merge_partial({w.o + r * dv, dv}, w.m[r], w.l[r], {src + r * dv, dv},
+                        src[R * dv + r], src[R * (dv + 1) + r]);
+      }
+      finish(*it0.t, it0.head_kv, w.o, w.m, w.l);
+    });
+  }
+
+  if constexpr (Sink::enabled) {
+    if (sink.lse != nullptr) std::memcpy(sink.lse, lse, lse_floats * sizeof(float));
+    if (!sink.mass.empty()) {
+      // One task per (stream, KV head, chunk) so that no two tasks add to one cell.
+      std::vector<detail::item> tasks;
+      for (std::size_t i = 0; i < ws.items.size(); ++i) {
+        const detail::item& it = ws.items[i];
+        if (sink.mass[it.t->stream] == nullptr) continue;
+        const bool first_tile_of_stream =
+            it.t == &ws.tiles.front() || (it.t - 1)->stream != it.t->stream;
+        if (first_tile_of_stream) tasks.push_back(it);
+      }
+      parallel_for(tasks.size(), threads, [&](std::size_t i, int th) {
+        const detail::scratch w = lay.at(fbuf + per_thread * th, bbuf + lay.bytes() * th);
+        const detail::item& task = tasks[i];
+        const std::size_t st = task.t->stream;
+        float* mass = sink.mass[st] + task.head_kv * streams[st].n_cells();
+        for (const detail::tile* t = task.t; t != ws.tiles.data() + ws.tiles.size() && t->stream == st; ++t)
+          K::template export_mass<KE>(c, *t, task, w, lse, sink, mass);
+      });
+    }
+  }
+  return {};
+}
+
+/// attend() with a workspace of its own (allocates; keep a workspace for decode loops).
+template <simd::isa_tag Isa, dtype::kv_element KE, dtype::kv_element VE,
+          stats_sink Sink = null_sink>
+status attend(const shape& sh, const params& p, const query_batch& q,
+              std::span<const kv_view> streams, float* out, const options& opt = {},
+              Sink sink = {}) {
+  workspace ws;
+  return attend<Isa, KE, VE, Sink>(sh, p, q, streams, out, ws, opt, sink);
+}
+
+}  // namespace mnemo::attention

@@ -1,0 +1,73 @@
+// attention::detail::block_kernels<Isa>: the per-ISA inner loops, one specialisation
+// per compiled ISA, each inside its target region (the body is block_kernels.inl).
+#pragma once
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+
+#include "mnemo/attention/detail/item.hpp"
+#include "mnemo/attention/kv_view.hpp"
+#include "mnemo/attention/params.hpp"
+#include "mnemo/dtype/dtype.hpp"
+#include "mnemo/simd/simd.hpp"
+
+namespace mnemo::attention::detail {
+
+template <class Isa>
+struct block_kernels {
+  static_assert(simd::is_compiled<Isa>,
+                "attention kernels: this ISA is not compiled for the target architecture");
+};
+
+MNEMO_BEGIN_TARGET_SCALAR
+template <>
+struct block_kernels<simd::scalar> {
+  using isa = simd::scalar;
+  using V = simd::ops<isa>;
+  using rows = dtype::row_kernels<isa>;
+#include "mnemo/attention/detail/block_kernels.inl"
+};
+MNEMO_END_TARGET_SCALAR
+
+#if defined(MNEMO_ARCH_X86_64)
+// GCC 12.2 false positive inside its AVX-512 intrinsics (PR 105593; see simd/avx512.hpp).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#if defined(MNEMO_COMPILER_GCC)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+MNEMO_BEGIN_TARGET_AVX2
+template <>
+struct block_kernels<simd::avx2> {
+  using isa = simd::avx2;
+  using V = simd::ops<isa>;
+  using rows = dtype::row_kernels<isa>;
+#include "mnemo/attention/detail/block_kernels.inl"
+};
+MNEMO_END_TARGET
+
+MNEMO_BEGIN_TARGET_AVX512
+template <>
+struct block_kernels<simd::avx512> {
+  using isa = simd::avx512;
+  using V = simd::ops<isa>;
+  using rows = dtype::row_kernels<isa>;
+#include "mnemo/attention/detail/block_kernels.inl"
+};
+MNEMO_END_TARGET
+#pragma GCC diagnostic pop
+#elif defined(MNEMO_ARCH_AARCH64)
+MNEMO_BEGIN_TARGET_NEON
+template <>
+struct block_kernels<simd::neon> {
+  using isa = simd::neon;
+  using V = simd::ops<isa>;
+  using rows = dtype::row_kernels<isa>;
+#include "mnemo/attention/detail/block_kernels.inl"
+};
+MNEMO_END_TARGET_NEON
+#endif
+
+}  // namespace mnemo::attention::detail

@@ -1,0 +1,250 @@
+// The fast attention kernel against the double-precision reference, typed over
+// ISA x element type, on random scenarios: every window kind, soft-cap, GQA 1..8,
+// d in {64, 80, 128, 256}, 0/1/many cells, several segments and streams, shared
+// cells, misaligned views, decode (dot form) and prefill (GEMM form) tiles, split-K.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "attention/kv_builder.hpp"
+#include "mnemo/attention/attend.hpp"
+#include "mnemo/attention/reference.hpp"
+#include "mnemo/simd/cpu.hpp"
+
+namespace {
+
+using namespace mnemo;
+using mnemo_test::kv_stream;
+using mnemo_test::stream_spec;
+
+template <class Isa, class E>
+struct combo {
+  using isa = Isa;
+  using elem = E;
+};
+
+template <class C>
+class AttendTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if constexpr (!simd::is_compiled<typename C::isa>) {
+      GTEST_SKIP() << C::isa::name << " is not compiled for this architecture";
+    } else if (!simd::supported<typename C::isa>()) {
+      GTEST_SKIP() << "this CPU has no " << C::isa::name;
+    }
+  }
+};
+
+#define MNEMO_COMBOS(I)                                                                 \
+  combo<simd::I, float>, combo<simd::I, dtype::f16>, combo<simd::I, dtype::bf16>,      \
+      combo<simd::I, dtype::block_q8_0>, combo<simd::I, dtype::block_q4_0>
+using Combos = ::testing::Types<MNEMO_COMBOS(scalar), MNEMO_COMBOS(avx2), MNEMO_COMBOS(avx512),
+                                MNEMO_COMBOS(neon)>;
+#undef MNEMO_COMBOS
+TYPED_TEST_SUITE(AttendTest, Combos);
+
+/// One random call: shape, params, streams and tokens.
+template <class E>
+struct scenario {
+  attention::shape sh;
+  attention::params p;
+  std::vector<kv_stream<E, E>> streams;
+  std::vector<float> q;
+  std::vector<pos_t> pos;
+  std::vector<seq_id> seq;
+  std::vector<std::uint32_t> stream;
+
+  scenario(std::uint32_t seed, std::size_t forced_tokens = 0) {
+    std::mt19937 rng(seed);
+    auto pick = [&](auto... xs) {
+      const std::size_t v[] = {static_cast<std::size_t>(xs)...};
+      return v[std::uniform_int_distribution<std::size_t>(0, sizeof...(xs) - 1)(rng)];
+    };
+    const std::size_t block = dtype::block_size_of<E>;
+    do sh.d_k = pick(64, 80, 128, 256);
+    while (sh.d_k % block != 0);
+    sh.d_v = sh.d_k;
+    sh.n_head_kv = pick(1, 2);
+    sh.n_head = sh.n_head_kv * pick(1, 2, 4, 8);
+    const std::size_t n_streams = pick(1, 1, 2, 3);
+    streams.resize(n_streams);
+    std::size_t max_cells = 0;
+    for (auto& st : streams) {
+      stream_spec s;
+      s.n_cells = pick(0, 1, 5, 64, 65, 130, 300, 700);
+      s.n_segments = pick(1, 2, 3);
+      s.pad = pick(0, 1, 5);
+      s.misalign = pick(0, 1);
+      s.with_owners = pick(0, 1) == 1;
+      max_cells = std::max(max_cells, s.n_cells);
+      std::uniform_int_distribution<int> coin(0, 9);
+      st.build(s, sh, rng,
+               [&](std::size_t c) { return coin(rng) == 0 ? pos_t{-1} : static_cast<pos_t>(c); },
+               [&](std::size_t) {
+                 seq_set o;
+                 for (seq_id x = 0; x < 3; ++x)
+                   if (coin(rng) < 6) o.insert(x);
+                 return o;
+               });
+    }
+    p.scale = 1.0f / std::sqrt(static_cast<float>(sh.d_k));
+    p.causal = pick(0, 1, 1) == 1;
+    p.window = static_cast<attention::window_kind>(pick(0, 1, 2, 3));
+    p.n_swa = static_cast<pos_t>(pick(1, max_cells, max_cells + 7, 17) + (max_cells == 0));
+    p.softcap = pick(0, 0, 1) ? 3.0f : 0.0f;
+
+    const std::size_t n_tokens = forced_tokens ? forced_tokens : pick(1, 2, 5, 40);
+    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+    q.resize(n_tokens * sh.n_head * sh.d_k);
+    for (auto& x : q) x = u(rng) * 2.0f;
+    for (std::size_t t = 0; t < n_tokens; ++t) {
+      stream.push_back(static_cast<std::uint32_t>(pick(0, 1, 2) % n_streams));
+      seq.push_back(static_cast<seq_id>(pick(0, 1, 2)));
+      pos.push_back(static_cast<pos_t>(std::uniform_int_distribution<std::size_t>(0, max_cells + 2)(rng)));
+    }
+  }
+
+  attention::query_batch batch() const {
+    return {q.data(), pos.size(), pos.data(), seq.data(), stream.data()};
+  }
+  std::vector<attention::kv_view> views() const {
+    std::vector<attention::kv_view> v;
+    for (const auto& s : streams) v.push_back(s.view());
+    return v;
+  }
+  std::string describe() const {
+    std::ostringstream os;
+    os << "d=" << sh.d_k << " heads=" << sh.n_head << "/" << sh.n_head_kv << " tokens=" << pos.size()
+       << " streams=" << streams.size() << " causal=" << p.causal
+       << " window=" << attention::to_string(p.window) << " n_swa=" << p.n_swa
+       << " softcap=" << p.softcap;
+    return os.str();
+  }
+};
+
+/// Index of the first |a - b| > tol, or -1.
+std::ptrdiff_t first_difference(const std::vector<float>& a, const std::vector<float>& b, float tol) {
+  for (std::size_t i = 0; i < a.size(); ++i)
+    if (!(std::fabs(a[i] - b[i]) <= tol)) return static_cast<std::ptrdiff_t>(i);
+  return -1;
+}
+
+constexpr float k_tol = 5e-5f;  // outputs are convex combinations of values in [-1, 1]
+
+TYPED_TEST(AttendTest, MatchesReference) {
+  using Isa = typename TypeParam::isa;
+  using E = typename TypeParam::elem;
+  if constexpr (simd::is_compiled<Isa>) {
+    attention::workspace ws;  // reused across calls, as a decode loop does
+    for (std::uint32_t seed = 1; seed <= 60; ++seed) {
+      const scenario<E> sc(seed);
+      const auto views = sc.views();
+      const std::size_t n = sc.pos.size() * sc.sh.n_head * sc.sh.d_v;
+      std::vector<float> ref(n), got(n, NAN);
+      ASSERT_TRUE((attention::reference_attend<E, E>(sc.sh, sc.p, sc.batch(), views, ref.data()).is_ok()));
+      attention::options opt;
+      opt.n_threads = static_cast<int>(seed % 3) + 1;
+      const status s = attention::attend<Isa, E, E>(sc.sh, sc.p, sc.batch(), views, got.data(), ws, opt);
+      ASSERT_TRUE(s.is_ok()) << s.to_string();
+      const auto i = first_difference(ref, got, k_tol);
+      ASSERT_EQ(i, -1) << "seed " << seed << " (" << sc.describe() << "): first difference at "
+                       << i << ": reference " << ref[i] << ", got " << got[i];
+    }
+  }
+}
+
+TYPED_TEST(AttendTest, ExportsMassAndLogSumExp) {
+  using Isa = typename TypeParam::isa;
+  using E = typename TypeParam::elem;
+  if constexpr (simd::is_compiled<Isa>) {
+    for (std::uint32_t seed = 100; seed < 130; ++seed) {
+      const scenario<E> sc(seed);
+      const auto views = sc.views();
+      const std::size_t nt = sc.pos.size(), g = sc.sh.group();
+      std::vector<std::uint8_t> rows(nt);
+      for (std::size_t t = 0; t < nt; ++t) rows[t] = (t + seed) % 3 != 0;
+      std::vector<std::vector<float>> mass_ref, mass_got;
+      std::vector<float*> pr, pg;
+      for (const auto& v : views) {
+        mass_ref.emplace_back(sc.sh.n_head_kv * v.n_cells() + 1, 0.0f);
+        mass_got.emplace_back(sc.sh.n_head_kv * v.n_cells() + 1, 0.0f);
+      }
+      for (std::size_t i = 0; i < views.size(); ++i) {
+        pr.push_back(mass_ref[i].data());
+        pg.push_back(mass_got[i].data());
+      }
+      std::vector<float> lse_ref(nt * sc.sh.n_head), lse_got(nt * sc.sh.n_head);
+      std::vector<float> out_ref(nt * sc.sh.n_head * sc.sh.d_v), out_got(out_ref.size());
+      attention::mass_sink sr{pr, rows.data(), lse_ref.data()}, sg{pg, rows.data(), lse_got.data()};
+      ASSERT_TRUE((attention::reference_attend<E, E>(sc.sh, sc.p, sc.batch(), views, out_ref.data(), sr).is_ok()));
+      attention::options opt;
+      opt.n_threads = 2;
+      ASSERT_TRUE((attention::attend<Isa, E, E>(sc.sh, sc.p, sc.batch(), views, out_got.data(), opt, sg).is_ok()));
+      for (std::size_t i = 0; i < lse_ref.size(); ++i) {
+        if (std::isinf(lse_ref[i])) {
+          ASSERT_TRUE(std::isinf(lse_got[i]) && lse_got[i] < 0) << "seed " << seed << " row " << i;
+        } else {
+          ASSERT_NEAR(lse_ref[i], lse_got[i], 1e-4f * (1.0f + std::fabs(lse_ref[i])))
+              << "seed " << seed << " (" << sc.describe() << ") lse of row " << i;
+        }
+      }
+      for (std::size_t s = 0; s < views.size(); ++s) {
+        const auto i = first_difference(mass_ref[s], mass_got[s], 1e-4f);
+        ASSERT_EQ(i, -1) << "seed " << seed << " (" << sc.describe() << ") stream " << s
+                         << " mass differs at " << i << ": " << mass_ref[s][i] << " vs " << mass_got[s][i];
+        // Every contributing row that attends something adds exactly 1 per query head.
+        for (std::size_t hk = 0; hk < sc.sh.n_head_kv; ++hk) {
+          double expect = 0, sum = 0;
+          for (std::size_t t = 0; t < nt; ++t)
+            for (std::size_t hh = 0; hh < g; ++hh)
+              if (sc.stream[t] == s && rows[t] && !std::isinf(lse_ref[t * sc.sh.n_head + hk * g + hh])) expect += 1;
+          for (std::size_t c = 0; c < views[s].n_cells(); ++c) sum += mass_got[s][hk * views[s].n_cells() + c];
+          ASSERT_NEAR(sum, expect, 1e-3 * (1 + expect)) << "seed " << seed << " stream " << s << " head " << hk;
+        }
+      }
+    }
+  }
+}
+
+TYPED_TEST(AttendTest, EmptyRowsAreZeroNotNan) {
+  using Isa = typename TypeParam::isa;
+  using E = typename TypeParam::elem;
+  if constexpr (simd::is_compiled<Isa>) {
+    scenario<E> sc(7, 3);
+    for (auto& p : sc.pos) p = 0;
+    sc.p.causal = true;
+    for (auto& st : sc.streams)
+      for (auto& cp : st.pos) cp = cp < 0 ? cp : cp + 1;  // every cell is in the future
+    std::vector<float> out(sc.pos.size() * sc.sh.n_head * sc.sh.d_v, NAN);
+    ASSERT_TRUE((attention::attend<Isa, E, E>(sc.sh, sc.p, sc.batch(), sc.views(), out.data()).is_ok()));
+    for (std::size_t i = 0; i < out.size(); ++i) ASSERT_EQ(out[i], 0.0f) << "element " << i;
+  }
+}
+
+TYPED_TEST(AttendTest, RejectsMalformedCalls) {
+  using Isa = typename TypeParam::isa;
+  using E = typename TypeParam::elem;
+  if constexpr (simd::is_compiled<Isa>) {
+    scenario<E> sc(3, 2);
+    std::vector<float> out(sc.pos.size() * sc.sh.n_head * sc.sh.d_v);
+    auto run = [&](attention::shape sh, attention::params p, std::vector<std::uint32_t> stream,
+                   std::vector<seq_id> seq) {
+      attention::query_batch qb{sc.q.data(), sc.pos.size(), sc.pos.data(), seq.data(), stream.data()};
+      return attention::attend<Isa, E, E>(sh, p, qb, sc.views(), out.data());
+    };
+    auto bad_sh = sc.sh;
+    bad_sh.n_head_kv = sc.sh.n_head + 1;  // n_head is not a multiple of it
+    EXPECT_EQ(run(bad_sh, sc.p, sc.stream, sc.seq).code(), status_code::invalid_argument);
+    auto bad_p = sc.p;
+    bad_p.window = attention::window_kind::standard;
+    bad_p.n_swa = 0;
+    EXPECT_EQ(run(sc.sh, bad_p, sc.stream, sc.seq).code(), status_code::invalid_argument);
+    EXPECT_EQ(run(sc.sh, sc.p, {99, 0}, sc.seq).code(), status_code::out_of_range);
+    EXPECT_EQ(run(sc.sh, sc.p, sc.stream, {-1, 0}).code(), status_code::out_of_range);
+    EXPECT_EQ(run(sc.sh, sc.p, sc.stream, {256, 0}).code(), status_code::out_of_range);
+  }
+}
+
+}  // namespace
