@@ -58,9 +58,14 @@ namespace detail {
 
 /// Per-thread scratch layout inside one float block and one byte block.
 struct scratch_layout {
-  std::size_t rows, tokens, dk, dv;
+  std::size_t head_rows;  // rows x heads of the largest item
+  std::size_t rows;       // rows of one head of the largest tile
+  std::size_t tokens, heads, dk, dv;
+
+  std::size_t group_rows() const { return k_block_cells > 4 * heads ? k_block_cells : 4 * heads; }
   std::size_t floats() const {
-    return rows * (dk + dv + 2 + k_block_cells) + k_block_cells * (2 * dk + dv) + 16 * 8;
+    return head_rows * (dk + dv + 2 + k_block_cells) + group_rows() * (dk + dv) + dk * k_block_cells +
+           16 * 8;
   }
   std::size_t bytes() const { return tokens * k_block_cells; }
   scratch at(float* f, std::uint8_t* b) const {
@@ -70,14 +75,14 @@ struct scratch_layout {
       return p;
     };
     scratch s;
-    s.q = take(rows * dk);
-    s.o = take(rows * dv);
-    s.m = take(rows);
-    s.l = take(rows);
-    s.s = take(rows * k_block_cells);
-    s.kf = take(k_block_cells * dk);
+    s.q = take(head_rows * dk);
+    s.o = take(head_rows * dv);
+    s.m = take(head_rows);
+    s.l = take(head_rows);
+    s.s = take(head_rows * k_block_cells);
+    s.kf = take(group_rows() * dk);
     s.kt = take(dk * k_block_cells);
-    s.vf = take(k_block_cells * dv);
+    s.vf = take(group_rows() * dv);
     s.keep = b;
     return s;
   }
@@ -125,33 +130,43 @@ status attend(const shape& sh, const params& p, const query_batch& q,
     i = j;
   }
 
-  // Split-K: enough items to keep every thread busy, chunks of at least 256 cells.
-  const std::size_t base_items = ws.tiles.size() * sh.n_head_kv;
-  const std::size_t want = (4 * static_cast<std::size_t>(threads) + base_items - 1) / base_items;
-  auto chunks_of = [&](std::size_t stream) {
-    const std::size_t n = streams[stream].n_cells();
-    return std::max<std::size_t>(1, std::min(want, n / 256));
+  // Items: decode-like tiles take every KV head (each thread streams whole cell
+  // rows), prefill-like tiles one KV head each. Split-K then cuts the cells into
+  // chunks of at least 256 until every thread has about four items.
+  const bool lane_multiple = sh.d_k % K::L == 0 && sh.d_v % K::L == 0;
+  auto is_decode_like = [&](const detail::tile& t) {
+    return lane_multiple && t.count * g <= detail::k_dot_form_max_rows;
   };
+  std::size_t base_items = 0;
+  for (const detail::tile& t : ws.tiles) base_items += is_decode_like(t) ? 1 : sh.n_head_kv;
+  const std::size_t want = (4 * static_cast<std::size_t>(threads) + base_items - 1) / base_items;
   ws.items.clear();
+  std::size_t max_rows = 0, max_head_rows = 0;
   for (const detail::tile& t : ws.tiles) {
-    const std::size_t n = streams[t.stream].n_cells(), nc = chunks_of(t.stream);
-    const std::size_t step = (n + nc - 1) / nc;
-    const std::size_t step_b = (step + detail::k_block_cells - 1) / detail::k_block_cells * detail::k_block_cells;
-    for (std::size_t hk = 0; hk < sh.n_head_kv; ++hk)
-      for (std::size_t c0 = 0; c0 < std::max<std::size_t>(n, 1); c0 += std::max<std::size_t>(step_b, 1))
-        ws.items.push_back({&t, hk, c0, std::min(n, c0 + step_b)});
+    const std::size_t n = streams[t.stream].n_cells();
+    const std::size_t chunks = std::max<std::size_t>(1, std::min(want, n / 256));
+    const std::size_t step = std::max<std::size_t>(
+        detail::k_block_cells, (n + chunks - 1) / chunks + detail::k_block_cells - 1) /
+        detail::k_block_cells * detail::k_block_cells;
+    const std::size_t heads = is_decode_like(t) ? sh.n_head_kv : 1;
+    max_rows = std::max(max_rows, t.count * g);
+    max_head_rows = std::max(max_head_rows, t.count * g * heads);
+    for (std::size_t h0 = 0; h0 < sh.n_head_kv; h0 += heads)
+      for (std::size_t c0 = 0; c0 == 0 || c0 < n; c0 += step)
+        ws.items.push_back({&t, h0, h0 + heads, c0, std::min(n, c0 + step), is_decode_like(t)});
   }
   const bool split = ws.items.size() != base_items;
 
   // Memory: per-thread scratch, final lse per row, and partial states when split.
-  const detail::scratch_layout lay{tokens_per_tile * g, tokens_per_tile, sh.d_k, dv};
+  const detail::scratch_layout lay{max_head_rows, max_rows, tokens_per_tile, sh.n_head_kv, sh.d_k, dv};
   const std::size_t per_thread = lay.floats();
   std::size_t partial_floats = 0;
   if (split) {
     ws.partial_offset.resize(ws.items.size());
     for (std::size_t i = 0; i < ws.items.size(); ++i) {
+      const detail::item& it = ws.items[i];
       ws.partial_offset[i] = partial_floats;
-      partial_floats += ws.items[i].t->count * g * (dv + 2);
+      partial_floats += it.t->count * g * (it.head_end - it.head_begin) * (dv + 2);
     }
   }
   const std::size_t lse_floats = q.n_tokens * sh.n_head;
@@ -162,28 +177,34 @@ status attend(const shape& sh, const params& p, const query_batch& q,
 
   const detail::call c{sh, p, &q, streams.data(), order.data(), (dtype::blocks_in_row<KE>(sh.d_k) * sizeof(KE)),
                        (dtype::blocks_in_row<VE>(sh.d_v) * sizeof(VE))};
-  // Writes a finished row state to the output and lse.
-  auto finish = [&](const detail::tile& t, std::size_t hk, const float* o, const float* m,
-                    const float* l) {
-    for (std::size_t ti = 0; ti < t.count; ++ti) {
-      const std::size_t tok = order[t.first + ti];
-      for (std::size_t hh = 0; hh < g; ++hh) {
-        const std::size_t r = ti * g + hh, h = hk * g + hh;
-        finalize_partial({o + r * dv, dv}, l[r], {out + (tok * sh.n_head + h) * dv, dv});
-        lse[tok * sh.n_head + h] = l[r] > 0.0f ? m[r] + std::log(l[r]) : k_neg_inf;
+  // Writes the finished states of an item's (head, row)s to the output and lse.
+  auto finish = [&](const detail::item& it, const float* o, const float* m, const float* l) {
+    const detail::tile& t = *it.t;
+    const std::size_t R = t.count * g;
+    for (std::size_t hk = it.head_begin; hk < it.head_end; ++hk)
+      for (std::size_t ti = 0; ti < t.count; ++ti) {
+        const std::size_t tok = order[t.first + ti];
+        for (std::size_t hh = 0; hh < g; ++hh) {
+          const std::size_t r = (hk - it.head_begin) * R + ti * g + hh, h = hk * g + hh;
+          finalize_partial({o + r * dv, dv}, l[r], {out + (tok * sh.n_head + h) * dv, dv});
+          lse[tok * sh.n_head + h] = l[r] > 0.0f ? m[r] + std::log(l[r]) : k_neg_inf;
+        }
       }
-    }
   };
+  auto rows_of = [&](const detail::item& it) { return it.t->count * g * (it.head_end - it.head_begin); };
 
   parallel_for(ws.items.size(), threads, [&](std::size_t i, int th) {
     const detail::scratch w = lay.at(fbuf + per_thread * th, bbuf + lay.bytes() * th);
     const detail::item& it = ws.items[i];
-    K::template run_item<KE, VE>(c, it, w);
+    if (it.decode)
+      K::template run_decode_item<KE, VE>(c, it, w);
+    else
+      K::template run_item<KE, VE>(c, it, w);
     if (!split) {
-      finish(*it.t, it.head_kv, w.o, w.m, w.l);
+      finish(it, w.o, w.m, w.l);
       return;
     }
-    const std::size_t R = it.t->count * g;
+    const std::size_t R = rows_of(it);
     float* dst = partials + ws.partial_offset[i];
     std::memcpy(dst, w.o, R * dv * sizeof(float));
     std::memcpy(dst + R * dv, w.m, R * sizeof(float));
@@ -191,16 +212,19 @@ status attend(const shape& sh, const params& p, const query_batch& q,
   });
 
   if (split) {
-    // Items of one (tile, head) are consecutive, in chunk order: merge them in order.
+    // The chunks of one (tile, heads) are consecutive items, in cell order: merge
+    // them in that order, so results do not depend on the thread count's timing.
     std::vector<std::size_t> first_item;
     for (std::size_t i = 0; i < ws.items.size(); ++i)
-      if (i == 0 || ws.items[i].t != ws.items[i - 1].t || ws.items[i].head_kv != ws.items[i - 1].head_kv)
+      if (i == 0 || ws.items[i].t != ws.items[i - 1].t ||
+          ws.items[i].head_begin != ws.items[i - 1].head_begin)
         first_item.push_back(i);
     first_item.push_back(ws.items.size());
     parallel_for(first_item.size() - 1, threads, [&](std::size_t gi, int th) {
       const detail::scratch w = lay.at(fbuf + per_thread * th, bbuf + lay.bytes() * th);
       const detail::item& it0 = ws.items[first_item[gi]];
-      const std::size_t R = it0.t->count * g;
+      const std::size_t R = rows_of(it0);
+      std::memset(w.o, 0, R * dv * sizeof(float));
       for (std::size_t r = 0; r < R; ++r) {
         w.m[r] = k_neg_inf;
         w.l[r] = 0.0f;
@@ -211,29 +235,32 @@ status attend(const shape& sh, const params& p, const query_batch& q,
           merge_partial({w.o + r * dv, dv}, w.m[r], w.l[r], {src + r * dv, dv},
                         src[R * dv + r], src[R * (dv + 1) + r]);
       }
-      finish(*it0.t, it0.head_kv, w.o, w.m, w.l);
+      finish(it0, w.o, w.m, w.l);
     });
   }
 
   if constexpr (Sink::enabled) {
     if (sink.lse != nullptr) std::memcpy(sink.lse, lse, lse_floats * sizeof(float));
     if (!sink.mass.empty()) {
-      // One task per (stream, KV head, chunk) so that no two tasks add to one cell.
+      // One task per (stream, KV head, chunk), so that no two tasks add to one cell,
+      // and one head per task, so that any tile's rows fit the scratch.
       std::vector<detail::item> tasks;
       for (std::size_t i = 0; i < ws.items.size(); ++i) {
         const detail::item& it = ws.items[i];
         if (sink.mass[it.t->stream] == nullptr) continue;
         const bool first_tile_of_stream =
             it.t == &ws.tiles.front() || (it.t - 1)->stream != it.t->stream;
-        if (first_tile_of_stream) tasks.push_back(it);
+        if (!first_tile_of_stream) continue;
+        for (std::size_t hk = it.head_begin; hk < it.head_end; ++hk)
+          tasks.push_back({it.t, hk, hk + 1, it.cell_begin, it.cell_end, false});
       }
       parallel_for(tasks.size(), threads, [&](std::size_t i, int th) {
         const detail::scratch w = lay.at(fbuf + per_thread * th, bbuf + lay.bytes() * th);
         const detail::item& task = tasks[i];
         const std::size_t st = task.t->stream;
-        float* mass = sink.mass[st] + task.head_kv * streams[st].n_cells();
-        for (const detail::tile* t = task.t; t != ws.tiles.data() + ws.tiles.size() && t->stream == st; ++t)
-          K::template export_mass<KE>(c, *t, task, w, lse, sink, mass);
+        const detail::tile* end = ws.tiles.data() + ws.tiles.size();
+        for (const detail::tile* t = task.t; t != end && t->stream == st; ++t)
+          K::template export_mass<KE>(c, *t, task, w, lse, sink, sink.mass[st], streams[st].n_cells());
       });
     }
   }

@@ -34,7 +34,11 @@ inline void merge_partial(std::span<float> o1, float& m1, float& l1, std::span<c
 
 /// Writes o / l, or zeros when nothing was attended.
 inline void finalize_partial(std::span<const float> o, float l, std::span<float> out) noexcept {
-  const float inv = l > 0.0f ? 1.0f / l : 0.0f;
+  if (!(l > 0.0f)) {
+    for (float& x : out) x = 0.0f;
+    return;
+  }
+  const float inv = 1.0f / l;
   for (std::size_t i = 0; i < out.size(); ++i) out[i] = o[i] * inv;
 }
 

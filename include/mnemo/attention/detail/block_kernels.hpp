@@ -1,5 +1,6 @@
 // attention::detail::block_kernels<Isa>: the per-ISA inner loops, one specialisation
-// per compiled ISA, each inside its target region (the body is block_kernels.inl).
+// per compiled ISA, each inside its target region (bodies: tile_math.inl,
+// block_steps.inl, decode_steps.inl).
 #pragma once
 
 #include <cmath>
@@ -12,6 +13,10 @@
 #include "mnemo/attention/params.hpp"
 #include "mnemo/dtype/dtype.hpp"
 #include "mnemo/simd/simd.hpp"
+
+#if defined(MNEMO_ARCH_X86_64)
+#include <immintrin.h>
+#endif
 
 namespace mnemo::attention::detail {
 
@@ -27,7 +32,9 @@ struct block_kernels<simd::scalar> {
   using isa = simd::scalar;
   using V = simd::ops<isa>;
   using rows = dtype::row_kernels<isa>;
-#include "mnemo/attention/detail/block_kernels.inl"
+#include "mnemo/attention/detail/tile_math.inl"
+#include "mnemo/attention/detail/block_steps.inl"
+#include "mnemo/attention/detail/decode_steps.inl"
 };
 MNEMO_END_TARGET_SCALAR
 
@@ -44,7 +51,9 @@ struct block_kernels<simd::avx2> {
   using isa = simd::avx2;
   using V = simd::ops<isa>;
   using rows = dtype::row_kernels<isa>;
-#include "mnemo/attention/detail/block_kernels.inl"
+#include "mnemo/attention/detail/tile_math.inl"
+#include "mnemo/attention/detail/block_steps.inl"
+#include "mnemo/attention/detail/decode_steps.inl"
 };
 MNEMO_END_TARGET
 
@@ -54,7 +63,9 @@ struct block_kernels<simd::avx512> {
   using isa = simd::avx512;
   using V = simd::ops<isa>;
   using rows = dtype::row_kernels<isa>;
-#include "mnemo/attention/detail/block_kernels.inl"
+#include "mnemo/attention/detail/tile_math.inl"
+#include "mnemo/attention/detail/block_steps.inl"
+#include "mnemo/attention/detail/decode_steps.inl"
 };
 MNEMO_END_TARGET
 #pragma GCC diagnostic pop
@@ -65,7 +76,9 @@ struct block_kernels<simd::neon> {
   using isa = simd::neon;
   using V = simd::ops<isa>;
   using rows = dtype::row_kernels<isa>;
-#include "mnemo/attention/detail/block_kernels.inl"
+#include "mnemo/attention/detail/tile_math.inl"
+#include "mnemo/attention/detail/block_steps.inl"
+#include "mnemo/attention/detail/decode_steps.inl"
 };
 MNEMO_END_TARGET_NEON
 #endif

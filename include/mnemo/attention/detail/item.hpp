@@ -1,6 +1,6 @@
-// One unit of attention work: the query rows of one tile (tokens of one sequence
-// in one stream, times the query heads of one GQA group) against one chunk of the
-// stream's cells. Plain data, shared by the driver and every ISA's block kernels.
+// One unit of attention work: the query rows of one tile (tokens of one sequence in
+// one stream) for a range of KV heads, against one chunk of the stream's cells.
+// Plain data, shared by the driver and every ISA's block kernels.
 #pragma once
 
 #include <cstddef>
@@ -11,14 +11,14 @@
 
 namespace mnemo::attention::detail {
 
-/// Cells per block: K/V rows decoded together; small enough for L1 (64 x 128 f32 =
-/// 32 KiB at d = 128 would not be, so K and V blocks live in L2 and the score tile
-/// [rows, 64] in L1).
+/// Cells per block: the unit of masking, of K/V decoding and of block skipping.
 inline constexpr std::size_t k_block_cells = 64;
-/// Query rows (tokens x group heads) per tile in prefill: the gemm A panel.
+/// Query rows (tokens x group heads) per tile in prefill: the GEMM A panel.
 inline constexpr std::size_t k_tile_rows = 64;
-/// Up to this many rows the scores are computed cell by cell (decode), above it
-/// with a transposed K block and a register-tiled GEMM (prefill).
+/// Up to this many rows per KV head a tile is "decode-like": scores cell by cell
+/// with K/V read in place, all KV heads in one item so each thread streams whole
+/// cell rows, parallel over chunks of cells (split-K). Above it, "prefill-like": a
+/// transposed K block and register-tiled GEMMs, one item per KV head.
 inline constexpr std::size_t k_dot_form_max_rows = 16;
 
 struct tile {
@@ -27,17 +27,17 @@ struct tile {
   std::uint32_t count;  // tokens in the tile
 };
 
-/// Per-thread scratch, sized for the largest tile (floats unless noted).
+/// Per-thread scratch, sized for the largest item (R rows per head, H heads).
 struct scratch {
-  float* q;           // [rows, d_k]   gathered queries of the tile
-  float* o;           // [rows, d_v]   running numerators
-  float* m;           // [rows]
-  float* l;           // [rows]
-  float* s;           // [rows, k_block_cells]  logits, then probabilities
-  float* kf;          // [k_block_cells, d_k]   decoded K block
-  float* kt;          // [d_k, k_block_cells]   transposed K block (GEMM form)
-  float* vf;          // [k_block_cells, d_v]   decoded V block
-  std::uint8_t* keep; // [tokens, k_block_cells]
+  float* q;            // [H, R, d_k]  gathered queries
+  float* o;            // [H, R, d_v]  running numerators
+  float* m;            // [H, R]
+  float* l;            // [H, R]
+  float* s;            // [H, R, k_block_cells]  logits, then probabilities
+  float* kf;           // [max(k_block_cells, 4 H), d_k]  decoded K rows
+  float* kt;           // [d_k, k_block_cells]  transposed K block (GEMM form)
+  float* vf;           // [max(k_block_cells, 4 H), d_v]  decoded V rows
+  std::uint8_t* keep;  // [tokens, k_block_cells]
 };
 
 struct call {
@@ -52,8 +52,9 @@ struct call {
 
 struct item {
   const tile* t;
-  std::size_t head_kv;
+  std::size_t head_begin, head_end;  // KV heads [begin, end)
   std::size_t cell_begin, cell_end;  // stream-wide cell range of this chunk
+  bool decode;                       // run_decode_item (else run_item)
 };
 
 }  // namespace mnemo::attention::detail

@@ -1,0 +1,124 @@
+// bench/attention: decode (one query token, long f16 context) as a fraction of the
+// machine's read bandwidth, and prefill (512 causal queries) as a fraction of its FMA
+// peak, with 2 threads; plus the cost of exporting attention mass (null sink = none).
+#include <benchmark/benchmark.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <random>
+#include <vector>
+
+#include "common/bench_main.hpp"
+#include "mnemo/attention/attend.hpp"
+#include "mnemo/base/aligned_buffer.hpp"
+#include "mnemo/dtype/dtype.hpp"
+
+namespace {
+
+using namespace mnemo;
+using E = dtype::f16;
+const int k_threads = std::getenv("MNEMO_THREADS") ? std::atoi(std::getenv("MNEMO_THREADS")) : 2;
+constexpr std::size_t k_d = 128, k_head_kv = 8;
+
+/// One stream of n_cells f16 cells at positions 0..n-1, and n_tokens queries at the
+/// last positions (causal), all of sequence 0.
+struct setup {
+  attention::shape sh;
+  aligned_buffer<E> k, v;  // the library's buffer, as a KV cache holds them (huge pages)
+  std::vector<pos_t> cell_pos, q_pos;
+  std::vector<seq_id> q_seq;
+  std::vector<float> q, out;
+  attention::kv_segment seg;
+  attention::workspace ws;
+
+  setup(std::size_t n_cells, std::size_t n_tokens, std::size_t group) {
+    sh = {k_head_kv * group, k_head_kv, k_d, k_d};
+    std::mt19937 rng(1);
+    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+    k = std::move(aligned_buffer<E>::make(n_cells * k_head_kv * k_d)).value();
+    v = std::move(aligned_buffer<E>::make(k.size())).value();
+    for (auto& x : k) x = E::from_float(u(rng));
+    for (auto& x : v) x = E::from_float(u(rng));
+    cell_pos.resize(n_cells);
+    for (std::size_t c = 0; c < n_cells; ++c) cell_pos[c] = static_cast<pos_t>(c);
+    q.resize(n_tokens * sh.n_head * k_d);
+    for (auto& x : q) x = u(rng);
+    for (std::size_t t = 0; t < n_tokens; ++t) {
+      q_pos.push_back(static_cast<pos_t>(n_cells - n_tokens + t));
+      q_seq.push_back(0);
+    }
+    out.resize(n_tokens * sh.n_head * k_d);
+    seg = {k.data(), v.data(), k_head_kv * k_d * sizeof(E), k_head_kv * k_d * sizeof(E),
+           cell_pos.data(), nullptr, n_cells};
+  }
+  attention::query_batch batch() const { return {q.data(), q_pos.size(), q_pos.data(), q_seq.data(), nullptr}; }
+  double kv_bytes() const { return static_cast<double>((k.size() + v.size()) * sizeof(E)); }
+  /// 2 FLOPs per multiply-add over every kept (query row, cell) pair, for Q.K and P.V.
+  double flops() const {
+    double pairs = 0;
+    for (pos_t p : q_pos) pairs += static_cast<double>(p + 1);
+    return pairs * static_cast<double>(sh.n_head) * 2.0 * static_cast<double>(sh.d_k + sh.d_v);
+  }
+};
+
+template <class Sink>
+void run(benchmark::State& state, std::size_t n_cells, std::size_t n_tokens, std::size_t group,
+         bool with_export) {
+  setup s(n_cells, n_tokens, group);
+  attention::params p;
+  p.scale = 1.0f / std::sqrt(static_cast<float>(k_d));
+  const attention::kv_view view{std::span<const attention::kv_segment>(&s.seg, 1)};
+  attention::options opt;
+  opt.n_threads = k_threads;
+  std::vector<float> mass(k_head_kv * n_cells), lse(n_tokens * s.sh.n_head);
+  float* mass_ptr = mass.data();
+  Sink sink{};
+  if constexpr (Sink::enabled) sink = {std::span<float* const>(&mass_ptr, 1), nullptr, lse.data()};
+  (void)with_export;
+  for (auto _ : state) {
+    const status st = attention::attend<simd::native, E, E, Sink>(s.sh, p, s.batch(), {&view, 1},
+                                                                   s.out.data(), s.ws, opt, sink);
+    if (!st.is_ok()) state.SkipWithError(st.to_string().c_str());
+    benchmark::DoNotOptimize(s.out.data());
+    benchmark::ClobberMemory();
+  }
+  state.counters["tokens/s"] = benchmark::Counter(static_cast<double>(n_tokens) * mnemo_bench::iterations(state),
+                                                  benchmark::Counter::kIsRate);
+  mnemo_bench::add_bytes_counters(state, s.kv_bytes(), k_threads);
+  mnemo_bench::add_flops_counters(state, s.flops(), k_threads);
+  mnemo_bench::add_isa_and_threads_labels(state, k_threads);
+}
+
+void BM_decode(benchmark::State& state) {
+  run<attention::null_sink>(state, static_cast<std::size_t>(state.range(0)), 1,
+                            static_cast<std::size_t>(state.range(1)), false);
+}
+void BM_decode_export_mass(benchmark::State& state) {
+  run<attention::mass_sink>(state, static_cast<std::size_t>(state.range(0)), 1,
+                            static_cast<std::size_t>(state.range(1)), true);
+}
+void BM_prefill(benchmark::State& state) {
+  run<attention::null_sink>(state, static_cast<std::size_t>(state.range(0)),
+                            static_cast<std::size_t>(state.range(1)),
+                            static_cast<std::size_t>(state.range(2)), false);
+}
+
+BENCHMARK(BM_decode)
+    ->ArgNames({"ctx", "gqa"})
+    ->ArgsProduct({{1024, 4096, 8192, 16384, 32768}, {1, 4}})
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
+BENCHMARK(BM_decode_export_mass)
+    ->ArgNames({"ctx", "gqa"})
+    ->ArgsProduct({{16384}, {1, 4}})
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
+BENCHMARK(BM_prefill)
+    ->ArgNames({"ctx", "queries", "gqa"})
+    ->ArgsProduct({{4096}, {512}, {1, 4}})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
+}  // namespace
+
+MNEMO_BENCH_MAIN();

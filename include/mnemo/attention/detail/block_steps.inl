@@ -1,0 +1,255 @@
+// The steps of one attention work item (see item.hpp) for
+// attention::detail::block_kernels<Isa>: masks, logits, softmax, values, export.
+// Included once per ISA inside its target region after tile_math.inl; needs `isa`,
+// `V = simd::ops<isa>` and `rows = dtype::row_kernels<isa>` in scope.
+
+template <class E>
+static constexpr bool is_read_in_place =
+    std::is_same_v<E, float> || std::is_same_v<E, dtype::f16> || std::is_same_v<E, dtype::bf16>;
+
+/// w.q[hk - hk0] holds the tile's rows for KV head hk: row ti * g + hh is token
+/// order[first + ti], query head hk * g + hh.   [H, R, d_k]
+static void gather_queries(const detail::call& c, const detail::item& it, float* dst) noexcept {
+  const std::size_t g = c.sh.group(), dk = c.sh.d_k;
+  const detail::tile& t = *it.t;
+  for (std::size_t hk = it.head_begin; hk < it.head_end; ++hk)
+    for (std::size_t ti = 0; ti < t.count; ++ti) {
+      const std::size_t tok = c.order[t.first + ti];
+      const float* src = c.q->q + (tok * c.sh.n_head + hk * g) * dk;
+      float* d = dst + ((hk - it.head_begin) * t.count + ti) * g * dk;
+      for (std::size_t i = 0; i < g * dk; ++i) d[i] = src[i];
+    }
+}
+
+/// Fills w.keep for cells [j0, j0 + nb) of `seg`; returns how many cells some
+/// token keeps, listed in js.
+static std::size_t block_mask(const detail::call& c, const detail::tile& t,
+                              const kv_segment& seg, std::size_t j0, std::size_t nb,
+                              const detail::scratch& w, std::uint32_t* js) noexcept {
+  bool any[detail::k_block_cells] = {};
+  for (std::size_t ti = 0; ti < t.count; ++ti) {
+    const std::size_t tok = c.order[t.first + ti];
+    const pos_t pq = c.q->pos[tok];
+    const seq_id sq = c.q->seq[tok];
+    std::uint8_t* kr = w.keep + ti * detail::k_block_cells;
+    for (std::size_t j = 0; j < nb; ++j) {
+      const seq_set* own = seg.owners != nullptr ? &seg.owners[j0 + j] : nullptr;
+      kr[j] = keeps(c.p, pq, sq, seg.pos[j0 + j], own);
+      any[j] |= kr[j] != 0;
+    }
+  }
+  std::size_t n = 0;
+  for (std::size_t j = 0; j < nb; ++j)
+    if (any[j]) js[n++] = static_cast<std::uint32_t>(j);
+  return n;
+}
+
+template <class E>
+static const E* head_row(const void* base, std::size_t stride, std::size_t cell,
+                         std::size_t head_offset) noexcept {
+  return reinterpret_cast<const E*>(static_cast<const std::byte*>(base) + cell * stride + head_offset);
+}
+
+/// Decode form: logits of the few rows of each token against the cells it keeps,
+/// four cells and up to four heads at a time, K read in place (f32/f16/bf16) or from
+/// the decoded block (quantised types, d_k not a multiple of L).
+template <class RE>
+static void logits_dot_form(const detail::call& c, const detail::tile& t, const float* q,
+                            const RE* const* krow, const detail::scratch& w,
+                            const std::uint32_t* js, std::size_t n_js) noexcept {
+  constexpr std::size_t Bc = detail::k_block_cells;
+  const std::size_t g = c.sh.group(), dk = c.sh.d_k;
+  std::uint32_t mine[Bc];
+  const RE* ptr[4];
+  float tmp[16];
+  for (std::size_t ti = 0; ti < t.count; ++ti) {
+    std::size_t n = 0;
+    for (std::size_t x = 0; x < n_js; ++x)
+      if (w.keep[ti * Bc + js[x]]) mine[n++] = js[x];
+    for (std::size_t c0 = 0; c0 < n; c0 += 4) {
+      const std::size_t C = n - c0 < 4 ? n - c0 : 4;
+      for (std::size_t x = 0; x < C; ++x) ptr[x] = krow[mine[c0 + x]];
+      for (std::size_t h0 = 0; h0 < g; h0 += 4) {
+        const std::size_t G = g - h0 < 4 ? g - h0 : 4;
+        dot_tile_any<RE>(G, C, q + (ti * g + h0) * dk, dk, ptr, dk, tmp);
+        for (std::size_t h = 0; h < G; ++h)
+          for (std::size_t x = 0; x < C; ++x) w.s[(ti * g + h0 + h) * Bc + mine[c0 + x]] = tmp[h * 4 + x];
+      }
+    }
+  }
+}
+
+/// w.s[r, j] = masked, scaled, soft-capped logits of head hk's rows (q: [R, d_k])
+/// against cells [j0, j0 + nb) of `seg`; -inf where masked.
+template <class KE>
+static void block_logits(const detail::call& c, const detail::tile& t, std::size_t hk,
+                         const float* q, const kv_segment& seg, std::size_t j0, std::size_t nb,
+                         const detail::scratch& w, const std::uint32_t* js,
+                         std::size_t n_js) noexcept {
+  constexpr std::size_t Bc = detail::k_block_cells;
+  const std::size_t g = c.sh.group(), dk = c.sh.d_k, R = t.count * g;
+  const std::size_t k_off = hk * c.k_head_bytes;
+  for (std::size_t r = 0; r < R; ++r)
+    for (std::size_t j = 0; j < nb; ++j) w.s[r * Bc + j] = 0.0f;
+
+  if (R <= detail::k_dot_form_max_rows) {
+    bool read_in_place = false;
+    if constexpr (is_read_in_place<KE>) {
+      if (dk % L == 0) {
+        const KE* krow[Bc];
+        for (std::size_t x = 0; x < n_js; ++x) krow[js[x]] = head_row<KE>(seg.k, seg.k_stride, j0 + js[x], k_off);
+        logits_dot_form<KE>(c, t, q, krow, w, js, n_js);
+        read_in_place = true;
+      }
+    }
+    if (!read_in_place) {
+      const float* krow[Bc];
+      for (std::size_t x = 0; x < n_js; ++x) {
+        float* dst = w.kf + js[x] * dk;
+        rows::decode(head_row<KE>(seg.k, seg.k_stride, j0 + js[x], k_off), dst, dk);
+        krow[js[x]] = dst;
+      }
+      if (dk % L == 0) {
+        logits_dot_form<float>(c, t, q, krow, w, js, n_js);
+      } else {  // an odd head size: one row at a time through the GEMM tail path
+        for (std::size_t x = 0; x < n_js; ++x)
+          gemm_strip(R, 1, dk, q, dk, krow[js[x]], 1, w.s + js[x], Bc);
+      }
+    }
+  } else {
+    // Prefill: decode the kept cells, transpose to [d_k, nbp] and run the GEMM.
+    const std::size_t nbp = (nb + L - 1) / L * L;
+    for (std::size_t i = 0; i < nbp * dk; ++i) w.kt[i] = 0.0f;
+    for (std::size_t x = 0; x < n_js; ++x) {
+      const std::size_t j = js[x];
+      rows::decode(head_row<KE>(seg.k, seg.k_stride, j0 + j, k_off), w.kf, dk);
+      for (std::size_t i = 0; i < dk; ++i) w.kt[i * nbp + j] = w.kf[i];
+    }
+    gemm_acc(R, nbp, dk, q, dk, w.kt, nbp, w.s, Bc);
+  }
+  for (std::size_t ti = 0; ti < t.count; ++ti) {
+    const std::uint8_t* kr = w.keep + ti * Bc;
+    for (std::size_t hh = 0; hh < g; ++hh) {
+      float* s = w.s + (ti * g + hh) * Bc;
+      scale_and_cap(s, nb, c.p.scale, c.p.softcap);
+      for (std::size_t j = 0; j < nb; ++j)
+        if (!kr[j]) s[j] = -__builtin_inff();
+    }
+  }
+}
+
+/// o[R, d_v] += P[R, kept cells] . V[kept cells, d_v] for head hk.
+template <class VE>
+static void block_values(const detail::call& c, std::size_t R, std::size_t hk,
+                         const kv_segment& seg, std::size_t j0, std::size_t nb,
+                         const detail::scratch& w, const std::uint32_t* js, std::size_t n_js,
+                         float* o) noexcept {
+  constexpr std::size_t Bc = detail::k_block_cells;
+  const std::size_t dv = c.sh.d_v, v_off = hk * c.v_head_bytes;
+  if (dv % L == 0) {
+    if constexpr (is_read_in_place<VE>) {
+      const VE* vrow[Bc];
+      for (std::size_t x = 0; x < n_js; ++x) vrow[x] = head_row<VE>(seg.v, seg.v_stride, j0 + js[x], v_off);
+      pv_any<VE>(R, w.s, Bc, js, n_js, vrow, dv, o, dv);
+      return;
+    }
+    const float* vrow[Bc];
+    for (std::size_t x = 0; x < n_js; ++x) {
+      float* dst = w.vf + x * dv;
+      rows::decode(head_row<VE>(seg.v, seg.v_stride, j0 + js[x], v_off), dst, dv);
+      vrow[x] = dst;
+    }
+    pv_any<float>(R, w.s, Bc, js, n_js, vrow, dv, o, dv);
+    return;
+  }
+  // An odd value size: decode the block densely (zeros where no row attends).
+  for (std::size_t j = 0; j < nb; ++j)
+    for (std::size_t i = 0; i < dv; ++i) w.vf[j * dv + i] = 0.0f;
+  for (std::size_t x = 0; x < n_js; ++x)
+    rows::decode(head_row<VE>(seg.v, seg.v_stride, j0 + js[x], v_off), w.vf + js[x] * dv, dv);
+  gemm_acc(R, dv, nb, w.s, Bc, w.vf, dv, o, dv);
+}
+
+/// Calls fn(seg, j0, nb, cell0) for every block of cells [begin, end) of a view;
+/// blocks never cross a segment; cell0 is the stream-wide index of the first cell.
+template <class Fn>
+static void for_each_block(const kv_view& view, std::size_t begin, std::size_t end, Fn&& fn) {
+  std::size_t base = 0;
+  for (const kv_segment& seg : view.segments) {
+    const std::size_t lo = begin > base ? begin : base;
+    const std::size_t hi = end < base + seg.n_cells ? end : base + seg.n_cells;
+    for (std::size_t b = lo; b < hi; b += detail::k_block_cells) {
+      const std::size_t nb = hi - b < detail::k_block_cells ? hi - b : detail::k_block_cells;
+      fn(seg, b - base, nb, b);
+    }
+    base += seg.n_cells;
+  }
+}
+
+/// Runs one work item: on return w.o, w.m, w.l hold the partial state {o, m, l} of
+/// each (head, row) of the item over its cells.
+template <class KE, class VE>
+static void run_item(const detail::call& c, const detail::item& it,
+                     const detail::scratch& w) noexcept {
+  constexpr std::size_t Bc = detail::k_block_cells;
+  const detail::tile& t = *it.t;
+  const std::size_t g = c.sh.group(), dk = c.sh.d_k, dv = c.sh.d_v, R = t.count * g;
+  const std::size_t H = it.head_end - it.head_begin;
+  gather_queries(c, it, w.q);
+  for (std::size_t i = 0; i < H * R * dv; ++i) w.o[i] = 0.0f;
+  for (std::size_t r = 0; r < H * R; ++r) {
+    w.m[r] = -__builtin_inff();
+    w.l[r] = 0.0f;
+  }
+  std::uint32_t js[Bc];
+  for_each_block(c.streams[t.stream], it.cell_begin, it.cell_end,
+                 [&](const kv_segment& seg, std::size_t j0, std::size_t nb, std::size_t) {
+    const std::size_t n_js = block_mask(c, t, seg, j0, nb, w, js);
+    if (n_js == 0) return;  // no K/V byte of this block is read
+    for (std::size_t h = 0; h < H; ++h) {
+      const std::size_t hk = it.head_begin + h;
+      float* o = w.o + h * R * dv;
+      block_logits<KE>(c, t, hk, w.q + h * R * dk, seg, j0, nb, w, js, n_js);
+      for (std::size_t r = 0; r < R; ++r) {
+        const float alpha = softmax_block(w.s + r * Bc, nb, w.m[h * R + r], w.l[h * R + r]);
+        if (alpha != 1.0f) scale_row(o + r * dv, dv, alpha);
+      }
+      block_values<VE>(c, R, hk, seg, j0, nb, w, js, n_js, o);
+    }
+  });
+}
+
+/// Adds, for the item's heads and cells, sum over tile t's rows (that the sink
+/// wants) of e^(logit - lse_row) to mass[hk * n_cells + cell].
+/// lse: [n_tokens, n_head] final log-sum-exp of every row.
+template <class KE, class Sink>
+static void export_mass(const detail::call& c, const detail::tile& t, const detail::item& it,
+                        const detail::scratch& w, const float* lse, const Sink& sink,
+                        float* mass, std::size_t n_cells) noexcept {
+  constexpr std::size_t Bc = detail::k_block_cells;
+  const std::size_t g = c.sh.group(), dk = c.sh.d_k, R = t.count * g;
+  detail::item mine = it;
+  mine.t = &t;
+  gather_queries(c, mine, w.q);
+  std::uint32_t js[Bc];
+  for_each_block(c.streams[t.stream], it.cell_begin, it.cell_end,
+                 [&](const kv_segment& seg, std::size_t j0, std::size_t nb, std::size_t cell0) {
+    const std::size_t n_js = block_mask(c, t, seg, j0, nb, w, js);
+    if (n_js == 0) return;
+    for (std::size_t hk = it.head_begin; hk < it.head_end; ++hk) {
+      block_logits<KE>(c, t, hk, w.q + (hk - it.head_begin) * R * dk, seg, j0, nb, w, js, n_js);
+      float* m = mass + hk * n_cells + cell0;
+      for (std::size_t ti = 0; ti < t.count; ++ti) {
+        const std::size_t tok = c.order[t.first + ti];
+        if (!sink.row_contributes(tok)) continue;
+        for (std::size_t hh = 0; hh < g; ++hh) {
+          const float row_lse = lse[tok * c.sh.n_head + hk * g + hh];
+          if (row_lse == -__builtin_inff()) continue;
+          const float* s = w.s + (ti * g + hh) * Bc;
+          for (std::size_t x = 0; x < n_js; ++x)
+            if (s[js[x]] != -__builtin_inff()) m[js[x]] += std::exp(s[js[x]] - row_lse);
+        }
+      }
+    }
+  });
+}
