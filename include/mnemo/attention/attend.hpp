@@ -67,7 +67,7 @@ struct scratch_layout {
     return head_rows * (dk + dv + 2 + k_block_cells) + group_rows() * (dk + dv) + dk * k_block_cells +
            16 * 8;
   }
-  std::size_t bytes() const { return tokens * k_block_cells; }
+  std::size_t bytes() const { return (tokens + 1) * k_block_cells + tokens; }
   scratch at(float* f, std::uint8_t* b) const {
     auto take = [&](std::size_t n) {
       float* p = f;
@@ -84,6 +84,8 @@ struct scratch_layout {
     s.kt = take(dk * k_block_cells);
     s.vf = take(group_rows() * dv);
     s.keep = b;
+    s.keep_any = b + tokens * k_block_cells;
+    s.full = s.keep_any + k_block_cells;
     return s;
   }
 };

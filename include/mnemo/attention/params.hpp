@@ -62,14 +62,21 @@ constexpr bool is_masked_by_window(window_kind w, pos_t n_swa, pos_t p_key, pos_
   return false;
 }
 
+/// The position part of the mask: causality and the window. For a fixed query the
+/// kept key positions form an interval, so a block whose lowest and highest key
+/// positions are kept is kept whole.
+constexpr bool keeps_position(const params& a, pos_t p_key, pos_t p_query) noexcept {
+  if (a.causal && p_key > p_query) return false;
+  return !is_masked_by_window(a.window, a.n_swa, p_key, p_query);
+}
+
 /// Whether a query (position p_query, primary sequence s) attends a cell holding
 /// position p_key (< 0: empty) owned by `owners` (null: owned by s).
 constexpr bool keeps(const params& a, pos_t p_query, seq_id s, pos_t p_key,
                      const seq_set* owners) noexcept {
   if (p_key < 0) return false;
   if (owners != nullptr && !owners->contains(s)) return false;
-  if (a.causal && p_key > p_query) return false;
-  return !is_masked_by_window(a.window, a.n_swa, p_key, p_query);
+  return keeps_position(a, p_key, p_query);
 }
 
 }  // namespace mnemo::attention

@@ -8,7 +8,7 @@ static constexpr bool is_read_in_place =
     std::is_same_v<E, float> || std::is_same_v<E, dtype::f16> || std::is_same_v<E, dtype::bf16>;
 
 /// w.q[hk - hk0] holds the tile's rows for KV head hk: row ti * g + hh is token
-/// order[first + ti], query head hk * g + hh.   [H, R, d_k]
+/// order[first + ti], query head hk * g + hh, times the logit scale.   [H, R, d_k]
 static void gather_queries(const detail::call& c, const detail::item& it, float* dst) noexcept {
   const std::size_t g = c.sh.group(), dk = c.sh.d_k;
   const detail::tile& t = *it.t;
@@ -17,31 +17,60 @@ static void gather_queries(const detail::call& c, const detail::item& it, float*
       const std::size_t tok = c.order[t.first + ti];
       const float* src = c.q->q + (tok * c.sh.n_head + hk * g) * dk;
       float* d = dst + ((hk - it.head_begin) * t.count + ti) * g * dk;
-      for (std::size_t i = 0; i < g * dk; ++i) d[i] = src[i];
+      for (std::size_t i = 0; i < g * dk; ++i) d[i] = src[i] * c.p.scale;
     }
 }
 
-/// Fills w.keep for cells [j0, j0 + nb) of `seg`; returns how many cells some
-/// token keeps, listed in js.
+/// Fills w.keep [tokens, Bc] for cells [j0, j0 + nb) of `seg` and w.full [tokens]
+/// (token keeps every cell of the block); returns how many cells some token keeps,
+/// listed in js. A tile holds one sequence, so ownership is tested once per cell,
+/// and a token whose causal/window interval covers the block's lowest and highest
+/// positions keeps the block whole without a test per pair.
 static std::size_t block_mask(const detail::call& c, const detail::tile& t,
                               const kv_segment& seg, std::size_t j0, std::size_t nb,
                               const detail::scratch& w, std::uint32_t* js) noexcept {
-  bool any[detail::k_block_cells] = {};
+  constexpr std::size_t Bc = detail::k_block_cells;
+  const seq_id sq = c.q->seq[c.order[t.first]];
+  std::uint8_t ok[Bc];
+  pos_t lo = 0, hi = -1;
+  std::size_t n_ok = 0;
+  for (std::size_t j = 0; j < nb; ++j) {
+    const pos_t p = seg.pos[j0 + j];
+    ok[j] = p >= 0 && (seg.owners == nullptr || seg.owners[j0 + j].contains(sq));
+    if (!ok[j]) continue;
+    lo = n_ok == 0 || p < lo ? p : lo;
+    hi = n_ok == 0 || p > hi ? p : hi;
+    ++n_ok;
+  }
+  if (n_ok == 0) return 0;
+  std::uint8_t any[Bc] = {};
   for (std::size_t ti = 0; ti < t.count; ++ti) {
-    const std::size_t tok = c.order[t.first + ti];
-    const pos_t pq = c.q->pos[tok];
-    const seq_id sq = c.q->seq[tok];
-    std::uint8_t* kr = w.keep + ti * detail::k_block_cells;
+    const pos_t pq = c.q->pos[c.order[t.first + ti]];
+    std::uint8_t* kr = w.keep + ti * Bc;
+    const bool whole = keeps_position(c.p, lo, pq) && keeps_position(c.p, hi, pq);
+    w.full[ti] = whole && n_ok == nb;
     for (std::size_t j = 0; j < nb; ++j) {
-      const seq_set* own = seg.owners != nullptr ? &seg.owners[j0 + j] : nullptr;
-      kr[j] = keeps(c.p, pq, sq, seg.pos[j0 + j], own);
-      any[j] |= kr[j] != 0;
+      kr[j] = whole ? ok[j] : ok[j] && keeps_position(c.p, seg.pos[j0 + j], pq);
+      any[j] |= kr[j];
     }
   }
   std::size_t n = 0;
-  for (std::size_t j = 0; j < nb; ++j)
+  for (std::size_t j = 0; j < nb; ++j) {
+    w.keep_any[j] = any[j];
     if (any[j]) js[n++] = static_cast<std::uint32_t>(j);
+  }
   return n;
+}
+
+/// Soft-caps (when on) the logits of a token's rows and masks the cells it does not
+/// keep with -inf. The scale is folded into the gathered queries.
+static void cap_and_mask(const detail::call& c, std::size_t ti, float* s, std::size_t nb,
+                         const detail::scratch& w) noexcept {
+  if (c.p.softcap > 0.0f) soft_cap(s, nb, c.p.softcap);
+  if (w.full[ti]) return;
+  const std::uint8_t* kr = w.keep + ti * detail::k_block_cells;
+  for (std::size_t j = 0; j < nb; ++j)
+    if (!kr[j]) s[j] = -__builtin_inff();
 }
 
 template <class E>
@@ -89,9 +118,7 @@ static void block_logits(const detail::call& c, const detail::tile& t, std::size
   constexpr std::size_t Bc = detail::k_block_cells;
   const std::size_t g = c.sh.group(), dk = c.sh.d_k, R = t.count * g;
   const std::size_t k_off = hk * c.k_head_bytes;
-  for (std::size_t r = 0; r < R; ++r)
-    for (std::size_t j = 0; j < nb; ++j) w.s[r * Bc + j] = 0.0f;
-
+  // Entries a token does not keep are left unwritten here and masked below.
   if (R <= detail::k_dot_form_max_rows) {
     bool read_in_place = false;
     if constexpr (is_read_in_place<KE>) {
@@ -119,23 +146,21 @@ static void block_logits(const detail::call& c, const detail::tile& t, std::size
   } else {
     // Prefill: decode the kept cells, transpose to [d_k, nbp] and run the GEMM.
     const std::size_t nbp = (nb + L - 1) / L * L;
-    for (std::size_t i = 0; i < nbp * dk; ++i) w.kt[i] = 0.0f;
-    for (std::size_t x = 0; x < n_js; ++x) {
-      const std::size_t j = js[x];
-      rows::decode(head_row<KE>(seg.k, seg.k_stride, j0 + j, k_off), w.kf, dk);
-      for (std::size_t i = 0; i < dk; ++i) w.kt[i * nbp + j] = w.kf[i];
+    for (std::size_t j = 0; j < nbp; ++j) {
+      float* kf = w.kf + j * dk;
+      if (j < nb && w.keep_any[j]) {
+        rows::decode(head_row<KE>(seg.k, seg.k_stride, j0 + j, k_off), kf, dk);
+      } else {
+        for (std::size_t i = 0; i < dk; ++i) kf[i] = 0.0f;
+      }
     }
+    transpose(w.kf, nbp, dk, w.kt);
+    for (std::size_t r = 0; r < R; ++r)
+      for (std::size_t j = 0; j < nbp; ++j) w.s[r * Bc + j] = 0.0f;
     gemm_acc(R, nbp, dk, q, dk, w.kt, nbp, w.s, Bc);
   }
-  for (std::size_t ti = 0; ti < t.count; ++ti) {
-    const std::uint8_t* kr = w.keep + ti * Bc;
-    for (std::size_t hh = 0; hh < g; ++hh) {
-      float* s = w.s + (ti * g + hh) * Bc;
-      scale_and_cap(s, nb, c.p.scale, c.p.softcap);
-      for (std::size_t j = 0; j < nb; ++j)
-        if (!kr[j]) s[j] = -__builtin_inff();
-    }
-  }
+  for (std::size_t ti = 0; ti < t.count; ++ti)
+    for (std::size_t hh = 0; hh < g; ++hh) cap_and_mask(c, ti, w.s + (ti * g + hh) * Bc, nb, w);
 }
 
 /// o[R, d_v] += P[R, kept cells] . V[kept cells, d_v] for head hk.

@@ -93,13 +93,10 @@ static void run_decode_item(const detail::call& c, const detail::item& it,
     // Mask, scale, soft-cap and the online softmax of every (head, row).
     for (std::size_t h = 0; h < H; ++h)
       for (std::size_t ti = 0; ti < t.count; ++ti) {
-        const std::uint8_t* kr = w.keep + ti * Bc;
         for (std::size_t hh = 0; hh < g; ++hh) {
           const std::size_t r = h * R + ti * g + hh;
           float* s = w.s + r * Bc;
-          scale_and_cap(s, nb, c.p.scale, c.p.softcap);
-          for (std::size_t j = 0; j < nb; ++j)
-            if (!kr[j]) s[j] = -__builtin_inff();
+          cap_and_mask(c, ti, s, nb, w);
           const float alpha = softmax_block(s, nb, w.m[r], w.l[r]);
           if (alpha != 1.0f) scale_row(w.o + r * dv, dv, alpha);
         }

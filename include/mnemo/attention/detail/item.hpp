@@ -13,8 +13,9 @@ namespace mnemo::attention::detail {
 
 /// Cells per block: the unit of masking, of K/V decoding and of block skipping.
 inline constexpr std::size_t k_block_cells = 64;
-/// Query rows (tokens x group heads) per tile in prefill: the GEMM A panel.
-inline constexpr std::size_t k_tile_rows = 64;
+/// Query rows (tokens x group heads) per tile in prefill: the GEMM A panel. K blocks
+/// are decoded and transposed once per tile, so larger tiles amortise that better.
+inline constexpr std::size_t k_tile_rows = 256;
 /// Up to this many rows per KV head a tile is "decode-like": scores cell by cell
 /// with K/V read in place, all KV heads in one item so each thread streams whole
 /// cell rows, parallel over chunks of cells (split-K). Above it, "prefill-like": a
@@ -37,7 +38,9 @@ struct scratch {
   float* kf;           // [max(k_block_cells, 4 H), d_k]  decoded K rows
   float* kt;           // [d_k, k_block_cells]  transposed K block (GEMM form)
   float* vf;           // [max(k_block_cells, 4 H), d_v]  decoded V rows
-  std::uint8_t* keep;  // [tokens, k_block_cells]
+  std::uint8_t* keep;      // [tokens, k_block_cells]: token keeps cell
+  std::uint8_t* full;      // [tokens]: token keeps every cell of the block
+  std::uint8_t* keep_any;  // [k_block_cells]: some token keeps cell
 };
 
 struct call {
