@@ -71,10 +71,10 @@ class tensor_view {
   }
 
   /// The sub-view at index `i` of the outermost dimension.
-  auto operator[](std::size_t i) const noexcept {
+  decltype(auto) operator[](std::size_t i) const noexcept {
     MNEMO_DASSERT(i < extents_[0]);
     if constexpr (Rank == 1) {
-      return data_[i * strides_[0]];
+      return (data_[i * strides_[0]]);  // T&: v[i] = x writes through
     } else {
       std::array<std::size_t, Rank - 1> e{}, s{};
       for (std::size_t k = 1; k < Rank; ++k) {
