@@ -64,7 +64,7 @@ struct scratch_layout {
 
   std::size_t group_rows() const { return k_block_cells > 4 * heads ? k_block_cells : 4 * heads; }
   std::size_t floats() const {
-    return head_rows * (dk + dv + 2 + k_block_cells) + group_rows() * (dk + dv) + dk * k_block_cells +
+    return head_rows * (2 * dk + dv + 2 + k_block_cells) + group_rows() * (dk + dv) + dk * k_block_cells +
            16 * 8;
   }
   std::size_t bytes() const { return (tokens + 1) * k_block_cells + tokens; }
@@ -76,6 +76,7 @@ struct scratch_layout {
     };
     scratch s;
     s.q = take(head_rows * dk);
+    s.qp = take(head_rows * dk);
     s.o = take(head_rows * dv);
     s.m = take(head_rows);
     s.l = take(head_rows);

@@ -1,98 +1,175 @@
 // The decode path of attention::detail::block_kernels<Isa>: a few query rows per KV
-// head, every KV head in one item, cells visited in address order. Each group of
-// four cells is finished for all heads before the next, so a thread streams whole
-// cell rows ([n_head_kv, d] K, then V) like a sequential read: visiting one head's
-// slice of every cell instead (a 2 KiB stride at 8 x 128 f16) halved the bandwidth.
+// head, every KV head in one item, and every cell row ([n_head_kv, d] K, then V)
+// read in address order, heads innermost. Visiting the heads of a group of cells
+// one head at a time instead (a 2 KiB stride at 8 x 128 f16) let the hardware
+// prefetchers stream only 16 of the 38 GB/s a plain sequential read gets on this
+// machine (measured); software prefetch recovered 27. V is prefetched into L2 in
+// address order during the K pass, so the V pass may go head by head with the
+// outputs in registers.
 // Included after tile_math.inl and block_steps.inl; @pre d_k % L == 0, d_v % L == 0.
 
-/// Cells handled together: four K rows per dot tile (reduce_add4), and the unit of
-/// decoding for quantised rows.
-static constexpr std::size_t k_decode_group = 4;
-
-/// Pointers to the K (or V) rows of cells js[0, n) for head hk, read in place, or
-/// decoded into `buf` ([n, heads, d] f32) for quantised types.
-template <class E>
-static auto group_rows(const void* base, std::size_t stride, std::size_t j0,
-                       const std::uint32_t* js, std::size_t n, std::size_t head_bytes,
-                       std::size_t h0, std::size_t heads, std::size_t d, float* buf,
-                       std::size_t hk) noexcept {
-  using RE = std::conditional_t<is_read_in_place<E>, E, float>;
-  struct rows4 {
-    const RE* p[k_decode_group];
-  } r{};
-  for (std::size_t x = 0; x < n; ++x) {
-    if constexpr (is_read_in_place<E>) {
-      r.p[x] = head_row<E>(base, stride, j0 + js[x], hk * head_bytes);
-    } else {
-      r.p[x] = buf + (x * heads + (hk - h0)) * d;
+/// s[hh * s_head + rr * s_row] = q[hh, rr] . k_hh for HH heads of one cell row
+/// (heads `k_head` elements apart) and RR rows per head. q is packed
+/// [d_k / L][HH][RR][L], so every query vector is at a constant offset from one
+/// pointer: with 16 separate row pointers GCC ran out of registers (measured).
+template <class RE, std::size_t HH, std::size_t RR>
+static MNEMO_INLINE void cell_tile(const float* qp, std::size_t dk, const RE* k, std::size_t k_head,
+                                   float* s, std::size_t s_head, std::size_t s_row) noexcept {
+  vf acc[HH][RR];
+#pragma GCC unroll 4
+  for (std::size_t h = 0; h < HH; ++h)
+#pragma GCC unroll 4
+    for (std::size_t r = 0; r < RR; ++r) acc[h][r] = V::zero();
+  for (std::size_t i = 0; i < dk; i += L, qp += HH * RR * L) {
+#pragma GCC unroll 4
+    for (std::size_t h = 0; h < HH; ++h) {
+      const vf kv = load_row(k + h * k_head, i);
+#pragma GCC unroll 4
+      for (std::size_t r = 0; r < RR; ++r) acc[h][r] = V::fma(V::load(qp + (h * RR + r) * L), kv, acc[h][r]);
     }
   }
-  return r;
-}
-
-/// Decodes the item's heads of cells js[0, n) into buf [n, heads, d] (quantised only).
-template <class E>
-static void decode_group(const void* base, std::size_t stride, std::size_t j0,
-                         const std::uint32_t* js, std::size_t n, std::size_t head_bytes,
-                         std::size_t h0, std::size_t heads, std::size_t d, float* buf) noexcept {
-  if constexpr (!is_read_in_place<E>) {
-    for (std::size_t x = 0; x < n; ++x)
-      rows::decode(head_row<E>(base, stride, j0 + js[x], h0 * head_bytes), buf + x * heads * d,
-                   heads * d);
+  float tmp[4];
+#pragma GCC unroll 4
+  for (std::size_t r = 0; r < RR; ++r) {
+    if constexpr (HH == 4) {
+      reduce_add4<vf>(acc[0][r], acc[1][r], acc[2][r], acc[3][r], tmp);
+    } else {
+#pragma GCC unroll 4
+      for (std::size_t h = 0; h < HH; ++h) tmp[h] = V::reduce_add(acc[h][r]);
+    }
+#pragma GCC unroll 4
+    for (std::size_t h = 0; h < HH; ++h) s[h * s_head + r * s_row] = tmp[h];
   }
 }
 
-/// Software prefetch distance in cells (of the item's heads).
-static constexpr std::size_t k_prefetch_cells = 16;
+template <class RE, std::size_t HH>
+static MNEMO_INLINE void cell_tile_r(std::size_t RR, const float* qp, std::size_t dk, const RE* k,
+                                     std::size_t k_head, float* s, std::size_t s_head,
+                                     std::size_t s_row) noexcept {
+  switch (RR) {
+    case 1: cell_tile<RE, HH, 1>(qp, dk, k, k_head, s, s_head, s_row); break;
+    case 2: cell_tile<RE, HH, 2>(qp, dk, k, k_head, s, s_head, s_row); break;
+    case 3: cell_tile<RE, HH, 3>(qp, dk, k, k_head, s, s_head, s_row); break;
+    default: cell_tile<RE, HH, 4>(qp, dk, k, k_head, s, s_head, s_row); break;
+  }
+}
 
-/// Prefetches bytes [lo, lo + n) of the k_decode_group cell rows from `cell` on.
-static MNEMO_INLINE void prefetch_rows(const void* base, std::size_t stride, std::size_t cell,
-                                       std::size_t n_cells, std::size_t lo, std::size_t n) noexcept {
-  for (std::size_t x = 0; x < k_decode_group && cell + x < n_cells; ++x) {
-    const char* row = static_cast<const char*>(base) + (cell + x) * stride + lo;
-    for (std::size_t b = 0; b < n; b += 64) __builtin_prefetch(row + b, 0, 3);
+/// Calls fn(h0, HH, r0, RR, packed offset) for the (<= 4 heads) x (<= 4 rows) tiles
+/// of H heads x R rows, in the order pack_queries lays them out.
+template <class Fn>
+static MNEMO_INLINE void for_each_query_tile(std::size_t H, std::size_t R, std::size_t dk, Fn&& fn) {
+  std::size_t off = 0;
+  for (std::size_t h0 = 0; h0 < H; h0 += 4) {
+    const std::size_t HH = H - h0 < 4 ? H - h0 : 4;
+    for (std::size_t r0 = 0; r0 < R; r0 += 4) {
+      const std::size_t RR = R - r0 < 4 ? R - r0 : 4;
+      fn(h0, HH, r0, RR, off);
+      off += HH * RR * dk;
+    }
+  }
+}
+
+/// qp = q [H, R, d_k] packed tile by tile as [d_k / L][HH][RR][L] for cell_tile.
+static void pack_queries(const float* q, std::size_t H, std::size_t R, std::size_t dk, float* qp) noexcept {
+  for_each_query_tile(H, R, dk, [&](std::size_t h0, std::size_t HH, std::size_t r0, std::size_t RR,
+                                    std::size_t off) {
+    float* t = qp + off;
+    for (std::size_t i = 0; i < dk; i += L)
+      for (std::size_t h = 0; h < HH; ++h)
+        for (std::size_t r = 0; r < RR; ++r, t += L)
+          for (std::size_t x = 0; x < L; ++x) t[x] = q[((h0 + h) * R + r0 + r) * dk + i + x];
+  });
+}
+
+/// w.s[(h * R + r) * Bc + j] = q[h, r] . k_h for the H heads of one cell row k and
+/// the R rows of each head (qp: pack_queries of [H, R, d_k]).
+template <class RE>
+static void cell_logits(const float* qp, std::size_t H, std::size_t R, std::size_t dk,
+                        const RE* k, std::size_t k_head, float* s, std::size_t j) noexcept {
+  constexpr std::size_t Bc = detail::k_block_cells;
+  for_each_query_tile(H, R, dk, [&](std::size_t h0, std::size_t HH, std::size_t r0, std::size_t RR,
+                                    std::size_t off) {
+    const RE* kt = k + h0 * k_head;
+    float* st = s + (h0 * R + r0) * Bc + j;
+    switch (HH) {
+      case 1: cell_tile_r<RE, 1>(RR, qp + off, dk, kt, k_head, st, R * Bc, Bc); break;
+      case 2: cell_tile_r<RE, 2>(RR, qp + off, dk, kt, k_head, st, R * Bc, Bc); break;
+      case 3: cell_tile_r<RE, 3>(RR, qp + off, dk, kt, k_head, st, R * Bc, Bc); break;
+      default: cell_tile_r<RE, 4>(RR, qp + off, dk, kt, k_head, st, R * Bc, Bc); break;
+    }
+  });
+}
+
+/// o[h, r] += p[h, r, j] * v_h for the H heads of one cell row v and the R rows of
+/// each head (o: [H, R, d_v]); each V vector is loaded once for the R rows.
+template <class RE>
+static void cell_values(const float* s, std::size_t H, std::size_t R, std::size_t dv,
+                        const RE* v, std::size_t v_head, float* o, std::size_t j) noexcept {
+  constexpr std::size_t Bc = detail::k_block_cells;
+  for (std::size_t h = 0; h < H; ++h) {
+    const RE* vh = v + h * v_head;
+    for (std::size_t r0 = 0; r0 < R; r0 += 4) {
+      const std::size_t RR = R - r0 < 4 ? R - r0 : 4;
+      vf p[4];
+      for (std::size_t r = 0; r < RR; ++r) p[r] = V::set1(s[(h * R + r0 + r) * Bc + j]);
+      float* oh = o + (h * R + r0) * dv;
+      for (std::size_t i = 0; i < dv; i += L) {
+        const vf x = load_row(vh, i);
+        for (std::size_t r = 0; r < RR; ++r)
+          V::store(oh + r * dv + i, V::fma(p[r], x, V::load(oh + r * dv + i)));
+      }
+    }
+  }
+}
+
+/// Asks for bytes [p, p + n) to be brought into L2 (read, moderate locality).
+static MNEMO_INLINE void prefetch_l2(const void* p, std::size_t n) noexcept {
+  const char* b = static_cast<const char*>(p);
+  for (std::size_t i = 0; i < n; i += 64) __builtin_prefetch(b + i, 0, 2);
+}
+
+/// A cell row of the item's heads: in place for f32/f16/bf16, else decoded into buf.
+template <class E>
+static auto cell_row(const void* base, std::size_t stride, std::size_t cell, std::size_t offset,
+                     std::size_t n, float* buf) noexcept {
+  if constexpr (is_read_in_place<E>) {
+    (void)n;
+    (void)buf;
+    return head_row<E>(base, stride, cell, offset);
+  } else {
+    rows::decode(head_row<E>(base, stride, cell, offset), buf, n);
+    return static_cast<const float*>(buf);
   }
 }
 
 template <class KE, class VE>
 static void run_decode_item(const detail::call& c, const detail::item& it,
                             const detail::scratch& w) noexcept {
-  constexpr std::size_t Bc = detail::k_block_cells, NG = k_decode_group;
+  constexpr std::size_t Bc = detail::k_block_cells;
   const detail::tile& t = *it.t;
   const std::size_t g = c.sh.group(), dk = c.sh.d_k, dv = c.sh.d_v, R = t.count * g;
   const std::size_t h0 = it.head_begin, H = it.head_end - it.head_begin;
   gather_queries(c, it, w.q);
+  pack_queries(w.q, H, R, dk, w.qp);
   for (std::size_t i = 0; i < H * R * dv; ++i) w.o[i] = 0.0f;
   for (std::size_t r = 0; r < H * R; ++r) {
     w.m[r] = -__builtin_inff();
     w.l[r] = 0.0f;
   }
   std::uint32_t js[Bc];
-  float tmp[16];
   for_each_block(c.streams[t.stream], it.cell_begin, it.cell_end,
                  [&](const kv_segment& seg, std::size_t j0, std::size_t nb, std::size_t) {
     const std::size_t n_js = block_mask(c, t, seg, j0, nb, w, js);
     if (n_js == 0) return;  // no K/V byte of this block is read
-    // Logits of every row for the cells some token keeps, four cells at a time.
-    for (std::size_t x0 = 0; x0 < n_js; x0 += NG) {
-      const std::size_t C = n_js - x0 < NG ? n_js - x0 : NG;
-      prefetch_rows(seg.k, seg.k_stride, j0 + js[x0] + k_prefetch_cells, seg.n_cells,
-                    h0 * c.k_head_bytes, H * c.k_head_bytes);
-      decode_group<KE>(seg.k, seg.k_stride, j0, js + x0, C, c.k_head_bytes, h0, H, dk, w.kf);
-      for (std::size_t h = 0; h < H; ++h) {
-        const auto k = group_rows<KE>(seg.k, seg.k_stride, j0, js + x0, C, c.k_head_bytes, h0, H,
-                                      dk, w.kf, h0 + h);
-        for (std::size_t r0 = 0; r0 < R; r0 += 4) {
-          const std::size_t G = R - r0 < 4 ? R - r0 : 4;
-          dot_tile_any(G, C, w.q + (h * R + r0) * dk, dk, k.p, dk, tmp);
-          for (std::size_t i = 0; i < G; ++i)
-            for (std::size_t x = 0; x < C; ++x) w.s[(h * R + r0 + i) * Bc + js[x0 + x]] = tmp[i * 4 + x];
-        }
-      }
+    for (std::size_t x = 0; x < n_js; ++x) {
+      const auto k = cell_row<KE>(seg.k, seg.k_stride, j0 + js[x], h0 * c.k_head_bytes, H * dk, w.kf);
+      if constexpr (is_read_in_place<VE>)  // V of this cell into L2, in address order
+        prefetch_l2(head_row<VE>(seg.v, seg.v_stride, j0 + js[x], h0 * c.v_head_bytes), H * c.v_head_bytes);
+      cell_logits(w.qp, H, R, dk, k, dk, w.s, js[x]);
     }
-    // Mask, scale, soft-cap and the online softmax of every (head, row).
+    // Mask, soft-cap and the online softmax of every (head, row).
     for (std::size_t h = 0; h < H; ++h)
-      for (std::size_t ti = 0; ti < t.count; ++ti) {
+      for (std::size_t ti = 0; ti < t.count; ++ti)
         for (std::size_t hh = 0; hh < g; ++hh) {
           const std::size_t r = h * R + ti * g + hh;
           float* s = w.s + r * Bc;
@@ -100,17 +177,19 @@ static void run_decode_item(const detail::call& c, const detail::item& it,
           const float alpha = softmax_block(s, nb, w.m[r], w.l[r]);
           if (alpha != 1.0f) scale_row(w.o + r * dv, dv, alpha);
         }
-      }
-    // Values, in the same cell order.
-    for (std::size_t x0 = 0; x0 < n_js; x0 += NG) {
-      const std::size_t C = n_js - x0 < NG ? n_js - x0 : NG;
-      prefetch_rows(seg.v, seg.v_stride, j0 + js[x0] + k_prefetch_cells, seg.n_cells,
-                    h0 * c.v_head_bytes, H * c.v_head_bytes);
-      decode_group<VE>(seg.v, seg.v_stride, j0, js + x0, C, c.v_head_bytes, h0, H, dv, w.vf);
+    if constexpr (is_read_in_place<VE>) {
+      // V rows are in L2 by now, so any order streams: one head at a time with the
+      // output rows in registers across all the block's cells.
+      const VE* vrow[Bc];
       for (std::size_t h = 0; h < H; ++h) {
-        const auto v = group_rows<VE>(seg.v, seg.v_stride, j0, js + x0, C, c.v_head_bytes, h0, H,
-                                      dv, w.vf, h0 + h);
-        pv_any(R, w.s + h * R * Bc, Bc, js + x0, C, v.p, dv, w.o + h * R * dv, dv);
+        for (std::size_t x = 0; x < n_js; ++x)
+          vrow[x] = head_row<VE>(seg.v, seg.v_stride, j0 + js[x], (h0 + h) * c.v_head_bytes);
+        pv_any<VE>(R, w.s + h * R * Bc, Bc, js, n_js, vrow, dv, w.o + h * R * dv, dv);
+      }
+    } else {
+      for (std::size_t x = 0; x < n_js; ++x) {
+        const auto v = cell_row<VE>(seg.v, seg.v_stride, j0 + js[x], h0 * c.v_head_bytes, H * dv, w.vf);
+        cell_values(w.s, H, R, dv, v, dv, w.o, js[x]);
       }
     }
   });

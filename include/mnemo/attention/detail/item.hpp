@@ -31,6 +31,7 @@ struct tile {
 /// Per-thread scratch, sized for the largest item (R rows per head, H heads).
 struct scratch {
   float* q;            // [H, R, d_k]  gathered queries
+  float* qp;           // [H, R, d_k]  the same, packed for the decode tiles
   float* o;            // [H, R, d_v]  running numerators
   float* m;            // [H, R]
   float* l;            // [H, R]
