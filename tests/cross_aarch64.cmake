@@ -1,6 +1,6 @@
 # AArch64 cross check of the NEON path on an x86 host. When aarch64-linux-gnu-g++ is
 # found, one ctest compiles tests/cross/neon_selfcheck.cpp (ops<neon> against
-# ops<scalar>, and the dtype kernels for neon) with our strict warnings, statically
+# ops<scalar>, the dtype kernels and attention for neon) with our strict warnings, statically
 # linked; when qemu-aarch64 (Debian qemu-user) is found too, a second ctest runs it
 # and expects its pass line. Missing tools make the tests skip, not fail.
 # On an AArch64 host the regular test binaries already cover NEON.
