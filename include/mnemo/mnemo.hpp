@@ -4,6 +4,8 @@
 
 #include "mnemo/attention/attention.hpp"
 #include "mnemo/base/base.hpp"
+#include "mnemo/batch/split.hpp"
+#include "mnemo/batch/validate.hpp"
 #include "mnemo/dtype/dtype.hpp"
 #include "mnemo/memory/memory.hpp"
 #include "mnemo/simd/simd.hpp"
