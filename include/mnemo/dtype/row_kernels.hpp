@@ -53,13 +53,8 @@ struct row_kernels<simd::scalar> {
 MNEMO_END_TARGET_SCALAR
 
 #if defined(MNEMO_ARCH_X86_64)
-// GCC 12.2 warns inside its own AVX-512 intrinsics (PR 105593, see simd/avx512.hpp), as
-// -Wmaybe-uninitialized at -O3; the pragmas apply through inlining into this region.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#if defined(MNEMO_COMPILER_GCC)
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
+// Compiler false positives inside intrinsics: see MNEMO_BEGIN_ISA_WARNINGS.
+MNEMO_BEGIN_ISA_WARNINGS
 MNEMO_BEGIN_TARGET_AVX2
 template <>
 struct row_kernels<simd::avx2> {
@@ -93,7 +88,7 @@ struct row_kernels<simd::avx512> {
   // clang-format on
 };
 MNEMO_END_TARGET
-#pragma GCC diagnostic pop
+MNEMO_END_ISA_WARNINGS
 
 #elif defined(MNEMO_ARCH_AARCH64)
 MNEMO_BEGIN_TARGET_NEON

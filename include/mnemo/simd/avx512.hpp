@@ -20,14 +20,8 @@
 
 namespace mnemo::simd {
 
-// GCC 12.2 reports -Wuninitialized inside its own AVX-512 intrinsics (the
-// _mm512_undefined_ps() pass-through, GCC PR 105593, fixed in 12.3) wherever they are
-// inlined; the warning is false, and silencing it here covers every caller.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#if defined(MNEMO_COMPILER_GCC)
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
+// Compiler false positives inside intrinsics: see MNEMO_BEGIN_ISA_WARNINGS.
+MNEMO_BEGIN_ISA_WARNINGS
 MNEMO_BEGIN_TARGET_AVX512
 template <>
 struct ops<avx512> {
@@ -124,7 +118,7 @@ struct ops<avx512> {
   }
 };
 MNEMO_END_TARGET
-#pragma GCC diagnostic pop
+MNEMO_END_ISA_WARNINGS
 
 static_assert(vector_ops<ops<avx512>>, "ops<avx512> must provide the whole vector operation set");
 

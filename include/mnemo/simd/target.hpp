@@ -40,3 +40,21 @@
 #define MNEMO_BEGIN_TARGET_AVX2 MNEMO_BEGIN_TARGET_(MNEMO_TARGET_FEATURES_AVX2)
 #define MNEMO_BEGIN_TARGET_AVX512 MNEMO_BEGIN_TARGET_(MNEMO_TARGET_FEATURES_AVX512)
 #define MNEMO_END_TARGET MNEMO_END_TARGET_NONEMPTY_
+
+// GCC 12 reports false -W(maybe-)uninitialized inside its own AVX-512 intrinsics
+// (_mm512_undefined_ps pass-through, GCC PR 105593, fixed in 12.3) and false
+// -Warray-bounds on vector loads in loops its constant propagation proves dead, at
+// every place they are inlined. ISA kernel regions are wrapped in these so that
+// consumers building with -Werror are not broken by the compiler's noise.
+#if defined(MNEMO_COMPILER_GCC)
+#define MNEMO_BEGIN_ISA_WARNINGS                                   \
+  MNEMO_PRAGMA_(GCC diagnostic push)                               \
+  MNEMO_PRAGMA_(GCC diagnostic ignored "-Wuninitialized")          \
+  MNEMO_PRAGMA_(GCC diagnostic ignored "-Wmaybe-uninitialized")    \
+  MNEMO_PRAGMA_(GCC diagnostic ignored "-Warray-bounds")
+#define MNEMO_END_ISA_WARNINGS MNEMO_PRAGMA_(GCC diagnostic pop)
+#else
+#define MNEMO_BEGIN_ISA_WARNINGS \
+  MNEMO_PRAGMA_(clang diagnostic push) MNEMO_PRAGMA_(clang diagnostic ignored "-Wuninitialized")
+#define MNEMO_END_ISA_WARNINGS MNEMO_PRAGMA_(clang diagnostic pop)
+#endif

@@ -39,12 +39,8 @@ struct block_kernels<simd::scalar> {
 MNEMO_END_TARGET_SCALAR
 
 #if defined(MNEMO_ARCH_X86_64)
-// GCC 12.2 false positive inside its AVX-512 intrinsics (PR 105593; see simd/avx512.hpp).
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#if defined(MNEMO_COMPILER_GCC)
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
+// Compiler false positives inside intrinsics: see MNEMO_BEGIN_ISA_WARNINGS.
+MNEMO_BEGIN_ISA_WARNINGS
 MNEMO_BEGIN_TARGET_AVX2
 template <>
 struct block_kernels<simd::avx2> {
@@ -68,7 +64,7 @@ struct block_kernels<simd::avx512> {
 #include "mnemo/attention/detail/decode_steps.inl"
 };
 MNEMO_END_TARGET
-#pragma GCC diagnostic pop
+MNEMO_END_ISA_WARNINGS
 #elif defined(MNEMO_ARCH_AARCH64)
 MNEMO_BEGIN_TARGET_NEON
 template <>

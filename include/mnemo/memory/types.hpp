@@ -1,0 +1,75 @@
+// Small types shared by every memory strategy.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "mnemo/base/seq_set.hpp"
+#include "mnemo/base/status.hpp"
+
+namespace mnemo::memory {
+
+/// What a memory needs to know of one micro-batch: per token its position and
+/// the set of sequences it belongs to.
+struct ubatch_tokens {
+  std::span<const pos_t> pos;
+  std::span<const seq_set> seqs;
+  std::size_t size() const noexcept { return pos.size(); }
+};
+
+/// A half-open position range [p0, p1) with llama.cpp's conventions: a negative p0
+/// means 0 and a negative p1 means "to the end" (spec §1.2).
+struct pos_range {
+  pos_t p0, p1;
+  static constexpr pos_range of(pos_t p0, pos_t p1) noexcept {
+    return {p0 < 0 ? 0 : p0, p1 < 0 ? std::numeric_limits<pos_t>::max() : p1};
+  }
+  constexpr bool contains(pos_t p) const noexcept { return p >= p0 && p < p1; }
+  constexpr bool empty() const noexcept { return p0 >= p1; }
+};
+
+/// Checks a sequence id against a memory's n_seq_max (any_ok: -1 means "every").
+inline status check_seq(seq_id s, seq_id n_seq_max, const char* op, bool any_ok = false) {
+  if ((any_ok && s == -1) || (s >= 0 && s < n_seq_max)) return {};
+  return make_status(status_code::out_of_range, "%s: sequence id %d is outside [0, %d)%s", op, s,
+                     n_seq_max, any_ok ? " (or -1 for every sequence)" : "");
+}
+
+/// Bytes a memory holds, per layer and element type, and cells per sequence.
+struct memory_report {
+  struct layer {
+    std::size_t index;
+    std::string kind;  // "kv", "recurrent", ...
+    std::string k_type, v_type;
+    std::size_t k_bytes, v_bytes;
+  };
+  std::vector<layer> layers;
+  std::size_t total_bytes = 0;
+  std::size_t cells = 0, cells_used = 0;
+  std::vector<std::pair<seq_id, std::size_t>> cells_per_seq;  // sequences holding any cell
+
+  std::string to_string() const;
+};
+
+inline std::string memory_report::to_string() const {
+  std::string s;
+  char line[256];
+  for (const auto& l : layers) {
+    std::snprintf(line, sizeof line, "layer %zu %s: K %s %zu B, V %s %zu B\n", l.index, l.kind.c_str(),
+                  l.k_type.c_str(), l.k_bytes, l.v_type.c_str(), l.v_bytes);
+    s += line;
+  }
+  std::snprintf(line, sizeof line, "total %zu B, cells %zu used of %zu\n", total_bytes, cells_used, cells);
+  s += line;
+  for (const auto& [seq, n] : cells_per_seq) {
+    std::snprintf(line, sizeof line, "  seq %d: %zu cells\n", seq, n);
+    s += line;
+  }
+  return s;
+}
+
+}  // namespace mnemo::memory
