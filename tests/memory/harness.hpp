@@ -458,18 +458,34 @@ inline raw_header read_header(const std::vector<std::uint8_t>& b) {
   return h;
 }
 
-/// FNV-1a 64 (Fowler, Noll, Vo), written here again so the format is checked
-/// against its documentation rather than against the library's own function.
-inline std::uint64_t fnv1a(const std::uint8_t* p, std::size_t n,
-                           std::uint64_t h = 0xcbf29ce484222325ull) {
-  for (std::size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 0x100000001b3ull;
-  return h;
+/// The documented checksum64 (state_format.hpp), written here again from its
+/// description so the format is checked against the documentation rather than
+/// against the library's own function.
+inline std::uint64_t checksum_doc(const std::uint8_t* p, std::size_t n, std::uint64_t seed) {
+  const std::uint64_t mul = 0x9e3779b97f4a7c15ull, fold = 0xff51afd7ed558ccdull;
+  std::uint64_t lane[4] = {0x243f6a8885a308d3ull ^ seed, 0x13198a2e03707344ull ^ seed,
+                           0xa4093822299f31d0ull ^ seed, 0x082efa98ec4e6c89ull ^ seed};
+  const std::size_t words = n / 32 * 4;
+  for (std::size_t w = 0; w < words; ++w) {
+    std::uint64_t x = 0;
+    for (int byte = 7; byte >= 0; --byte) x = (x << 8) | p[w * 8 + static_cast<std::size_t>(byte)];
+    std::uint64_t& l = lane[w % 4];
+    l = (l ^ x) * mul;
+    l ^= l >> 32;
+  }
+  for (std::size_t t = words * 8; t < n; ++t) lane[0] = (lane[0] ^ p[t]) * mul;
+  std::uint64_t r = n;
+  for (std::uint64_t l : lane) {
+    r = (r ^ l) * fold;
+    r ^= r >> 33;
+  }
+  return r;
 }
 
-/// The documented checksum: the 64 header bytes before it, then the payload.
+/// The documented state checksum: the 64 header bytes before it, then the payload.
 inline std::uint64_t expected_checksum(const std::vector<std::uint8_t>& b) {
-  const std::uint64_t h = fnv1a(b.data(), k_checksum_offset);
-  return fnv1a(b.data() + k_header_bytes, b.size() - k_header_bytes, h);
+  const std::uint64_t h = checksum_doc(b.data(), k_checksum_offset, 0);
+  return checksum_doc(b.data() + k_header_bytes, b.size() - k_header_bytes, h);
 }
 
 /// Fixes the length and checksum fields after a deliberate edit, so that a test

@@ -34,10 +34,11 @@ state_header full_cache_header(const full_cache<KE, VE>& c, std::int32_t seq) {
 
 }  // namespace detail
 
-/// The state of sequence s, or of the whole cache when s == -1. Pending shifts are
-/// applied first, so the keys in the file match their positions (D-6).
+/// Writes the state of sequence s, or of the whole cache when s == -1, into `out`
+/// (its capacity is reused). Pending shifts are applied first, so the keys in the
+/// file match their positions (D-6).
 template <class KE, class VE>
-result<std::vector<std::uint8_t>> state_write(full_cache<KE, VE>& c, seq_id s = -1) {
+status state_write(full_cache<KE, VE>& c, seq_id s, std::vector<std::uint8_t>& out) {
   MNEMO_RETURN_IF_ERROR(check_seq(s, c.config().n_seq_max, "state_write", true));
   if (c.in_batch())
     return make_status(status_code::invalid_argument, "state_write: a batch is being applied");
@@ -46,8 +47,13 @@ result<std::vector<std::uint8_t>> state_write(full_cache<KE, VE>& c, seq_id s = 
   std::vector<std::uint32_t> picked;
   for (std::size_t i = 0; i < cells.size(); ++i)
     if (!cells.empty(i) && (s < 0 || cells.owners(i).contains(s))) picked.push_back(static_cast<std::uint32_t>(i));
-  std::vector<std::uint8_t> payload;
-  byte_writer w(payload);
+  const auto& kv = c.storage();
+  std::size_t owner_ids = 0;
+  for (std::uint32_t i : picked) owner_ids += s >= 0 ? 1 : static_cast<std::size_t>(cells.owners(i).count());
+  state_builder b(out, detail::full_cache_header(c, s),
+                  4 + picked.size() * 8 + owner_ids * 4 +
+                      c.config().shape.n_layer * picked.size() * (kv.k_row_bytes() + kv.v_row_bytes()));
+  byte_writer& w = b.payload();
   w.put(static_cast<std::uint32_t>(picked.size()));
   for (std::uint32_t i : picked) {
     w.put(cells.pos(i));
@@ -60,12 +66,20 @@ result<std::vector<std::uint8_t>> state_write(full_cache<KE, VE>& c, seq_id s = 
     for (seq_id o = 0; o < k_max_seq; ++o)
       if (cells.owners(i).contains(o)) w.put(o);
   }
-  const auto& kv = c.storage();
   for (std::size_t l = 0; l < c.config().shape.n_layer; ++l) {
     for (std::uint32_t i : picked) w.put_bytes(kv.k(l, i), kv.k_row_bytes());
     for (std::uint32_t i : picked) w.put_bytes(kv.v(l, i), kv.v_row_bytes());
   }
-  return seal_state(detail::full_cache_header(c, s), payload);
+  b.seal();
+  return {};
+}
+
+/// The state of sequence s (or of the whole cache, s == -1) as a new buffer.
+template <class KE, class VE>
+result<std::vector<std::uint8_t>> state_write(full_cache<KE, VE>& c, seq_id s = -1) {
+  std::vector<std::uint8_t> out;
+  MNEMO_RETURN_IF_ERROR(state_write(c, s, out));
+  return out;
 }
 
 /// Loads a state written by state_write. Into the whole cache (dest == -1, from a

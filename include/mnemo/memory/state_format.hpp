@@ -1,13 +1,13 @@
 // The state file format shared by every memory strategy: a fixed little-endian
 // header that says what wrote it (strategy, model shape, K/V element types, RoPE
-// of the cached keys), then a payload guarded by its length and an FNV-1a 64
-// checksum. Readers check everything before they change anything (spec §8.5 LIB).
+// of the cached keys), then a payload guarded by its length and a 64-bit checksum.
+// Readers check everything before they change anything (spec §8.5 LIB).
 //
 //   u32 magic 'MNMS'  u16 version  u16 strategy  i32 seq (-1: whole memory)
 //   u32 n_layer  u32 n_head_kv  u32 d_k  u32 d_v  u32 k_type  u32 v_type (ggml ids)
 //   u8 rope layout  u8 0  u16 0  u32 n_rot  f32 freq_base  f32 freq_scale
-//   u32 n_stream  u64 payload bytes  u64 FNV-1a 64 of the 64 header bytes before it
-//   and then of the payload  | payload
+//   u32 n_stream  u64 payload bytes  u64 checksum64(payload, checksum64(the 64
+//   header bytes before it))  | payload
 // The checksum covers the header too, so no single damaged bit (the source sequence
 // id included, which no other check sees) goes unnoticed.
 #pragma once
@@ -48,13 +48,31 @@ struct state_header {
   static constexpr std::size_t bytes = 4 + 2 + 2 + 4 + 6 * 4 + 4 + 4 + 4 + 4 + 4 + 8 + 8;
 };
 
-inline std::uint64_t fnv1a64(std::span<const std::uint8_t> data,
-                             std::uint64_t h = 0xcbf29ce484222325ull) noexcept {
-  for (std::uint8_t b : data) {
-    h ^= b;
-    h *= 0x100000001b3ull;
+/// The state checksum: the bytes as little-endian 64-bit words dealt round-robin to
+/// four lanes, each lane h = ((h ^ w) * P) ^ (>> 32) (a bijection per word, so any
+/// single damaged word changes its lane); tail bytes go to lane 0 one by one; the
+/// lanes and the length are folded with a multiply-xorshift. Four independent
+/// multiply chains run at ~8 bytes per cycle; byte-wise FNV-1a, the first choice,
+/// spent 80% of saving a 48 MiB sequence in its one serial multiply per byte.
+inline std::uint64_t checksum64(std::span<const std::uint8_t> d, std::uint64_t seed = 0) noexcept {
+  constexpr std::uint64_t P = 0x9e3779b97f4a7c15ull, M = 0xff51afd7ed558ccdull;
+  std::uint64_t h[4] = {seed ^ 0x243f6a8885a308d3ull, seed ^ 0x13198a2e03707344ull,
+                        seed ^ 0xa4093822299f31d0ull, seed ^ 0x082efa98ec4e6c89ull};
+  std::size_t i = 0;
+  for (; i + 32 <= d.size(); i += 32)
+    for (int k = 0; k < 4; ++k) {
+      std::uint64_t w;
+      std::memcpy(&w, d.data() + i + 8 * k, 8);
+      h[k] = (h[k] ^ w) * P;
+      h[k] ^= h[k] >> 32;
+    }
+  for (; i < d.size(); ++i) h[0] = (h[0] ^ d[i]) * P;
+  std::uint64_t r = d.size();
+  for (std::uint64_t lane : h) {
+    r = (r ^ lane) * M;
+    r ^= r >> 33;
   }
-  return h;
+  return r;
 }
 
 /// Appends little-endian values to a byte vector.
@@ -109,28 +127,44 @@ class byte_reader {
   bool ok_ = true;
 };
 
-/// Writes header + payload (the payload is built by the caller).
-inline std::vector<std::uint8_t> seal_state(const state_header& h, const std::vector<std::uint8_t>& payload) {
-  std::vector<std::uint8_t> out;
-  out.reserve(state_header::bytes + payload.size());
-  byte_writer w(out);
-  w.put(k_state_magic);
-  w.put(k_state_version);
-  w.put(h.strategy);
-  w.put(h.seq);
-  for (std::uint32_t v : {h.n_layer, h.n_head_kv, h.d_k, h.d_v, h.k_type, h.v_type}) w.put(v);
-  w.put(h.rope_layout);
-  w.put(std::uint8_t{0});
-  w.put(std::uint16_t{0});
-  w.put(h.n_rot);
-  w.put(h.freq_base);
-  w.put(h.freq_scale);
-  w.put(h.n_stream);
-  w.put(static_cast<std::uint64_t>(payload.size()));
-  w.put(fnv1a64(payload, fnv1a64(out)));
-  w.put_bytes(payload.data(), payload.size());
-  return out;
-}
+/// Builds a state in a caller's buffer (reusing its capacity, so saving in a loop
+/// does not fault in fresh pages each time): the header now, the payload through
+/// payload(), then seal() fills in the payload length and the checksum.
+class state_builder {
+ public:
+  state_builder(std::vector<std::uint8_t>& out, const state_header& h, std::size_t payload_bytes)
+      : out_(out), w_(out) {
+    out_.clear();
+    out_.reserve(state_header::bytes + payload_bytes);
+    w_.put(k_state_magic);
+    w_.put(k_state_version);
+    w_.put(h.strategy);
+    w_.put(h.seq);
+    for (std::uint32_t v : {h.n_layer, h.n_head_kv, h.d_k, h.d_v, h.k_type, h.v_type}) w_.put(v);
+    w_.put(h.rope_layout);
+    w_.put(std::uint8_t{0});
+    w_.put(std::uint16_t{0});
+    w_.put(h.n_rot);
+    w_.put(h.freq_base);
+    w_.put(h.freq_scale);
+    w_.put(h.n_stream);
+    w_.put(std::uint64_t{0});  // payload bytes, by seal()
+    w_.put(std::uint64_t{0});  // checksum, by seal()
+  }
+  byte_writer& payload() noexcept { return w_; }
+  void seal() {
+    constexpr std::size_t at_len = state_header::bytes - 16, at_sum = state_header::bytes - 8;
+    const std::uint64_t n = out_.size() - state_header::bytes;
+    std::memcpy(out_.data() + at_len, &n, 8);  // before the checksum, which covers it
+    const std::span<const std::uint8_t> all(out_);
+    const std::uint64_t sum = checksum64(all.subspan(state_header::bytes), checksum64(all.first(at_sum)));
+    std::memcpy(out_.data() + at_sum, &sum, 8);
+  }
+
+ private:
+  std::vector<std::uint8_t>& out_;
+  byte_writer w_;
+};
 
 /// Parses and checks the header against what the reader expects (everything but
 /// `seq`), verifies length and checksum, and returns the payload.
@@ -193,7 +227,7 @@ inline result<std::span<const std::uint8_t>> open_state(std::span<const std::uin
                        "state: header announces %llu payload bytes, %zu are present",
                        static_cast<unsigned long long>(n_payload), r.remaining());
   const auto payload = data.subspan(r.offset());
-  if (fnv1a64(payload, fnv1a64(data.first(state_header::bytes - sizeof sum))) != sum)
+  if (checksum64(payload, checksum64(data.first(state_header::bytes - sizeof sum))) != sum)
     return make_status(status_code::corrupt_data, "state: checksum mismatch (the data is damaged)");
   seq_out = h.seq;
   return payload;
