@@ -1,14 +1,14 @@
 // bench/attention: decode (one query token, long f16 context) as a fraction of the
 // machine's read bandwidth, and prefill (512 causal queries) as a fraction of its FMA
 // peak, with 2 threads; plus the cost of exporting attention mass (null sink = none).
-#include <benchmark/benchmark.h>
-
 #include <cmath>
 #include <cstdlib>
 #include <random>
 #include <vector>
 
 #include "common/bench_main.hpp"
+#include <benchmark/benchmark.h>
+
 #include "mnemo/attention/attend.hpp"
 #include "mnemo/base/aligned_buffer.hpp"
 #include "mnemo/dtype/dtype.hpp"
@@ -48,10 +48,17 @@ struct setup {
       q_seq.push_back(0);
     }
     out.resize(n_tokens * sh.n_head * k_d);
-    seg = {k.data(), v.data(), k_head_kv * k_d * sizeof(E), k_head_kv * k_d * sizeof(E),
-           cell_pos.data(), nullptr, n_cells};
+    seg = {k.data(),
+           v.data(),
+           k_head_kv * k_d * sizeof(E),
+           k_head_kv * k_d * sizeof(E),
+           cell_pos.data(),
+           nullptr,
+           n_cells};
   }
-  attention::query_batch batch() const { return {q.data(), q_pos.size(), q_pos.data(), q_seq.data(), nullptr}; }
+  attention::query_batch batch() const {
+    return {q.data(), q_pos.size(), q_pos.data(), q_seq.data(), nullptr};
+  }
   double kv_bytes() const { return static_cast<double>((k.size() + v.size()) * sizeof(E)); }
   /// 2 FLOPs per multiply-add over every kept (query row, cell) pair, for Q.K and P.V.
   double flops() const {
@@ -77,13 +84,13 @@ void run(benchmark::State& state, std::size_t n_cells, std::size_t n_tokens, std
   (void)with_export;
   for (auto _ : state) {
     const status st = attention::attend<simd::native, E, E, Sink>(s.sh, p, s.batch(), {&view, 1},
-                                                                   s.out.data(), s.ws, opt, sink);
+                                                                  s.out.data(), s.ws, opt, sink);
     if (!st.is_ok()) state.SkipWithError(st.to_string().c_str());
     benchmark::DoNotOptimize(s.out.data());
     benchmark::ClobberMemory();
   }
-  state.counters["tokens/s"] = benchmark::Counter(static_cast<double>(n_tokens) * mnemo_bench::iterations(state),
-                                                  benchmark::Counter::kIsRate);
+  state.counters["tokens/s"] = benchmark::Counter(
+      static_cast<double>(n_tokens) * mnemo_bench::iterations(state), benchmark::Counter::kIsRate);
   mnemo_bench::add_bytes_counters(state, s.kv_bytes(), k_threads);
   mnemo_bench::add_flops_counters(state, s.flops(), k_threads);
   mnemo_bench::add_isa_and_threads_labels(state, k_threads);

@@ -58,7 +58,8 @@ bool check_isa(std::mt19937& rng) {
 }  // namespace
 
 int main() {
-  std::printf("mnemo demo\n\n[1/3] SIMD paths (native for this build: %s)\n", simd::native::name.data());
+  std::printf("mnemo demo\n\n[1/3] SIMD paths (native for this build: %s)\n",
+              simd::native::name.data());
   for (const auto& s : simd::isa_report())
     std::printf("  %-7s compiled: %-3s  supported by this CPU: %s\n", s.name.data(),
                 s.compiled ? "yes" : "no", s.supported ? "yes" : "no");
@@ -76,8 +77,8 @@ int main() {
   // A unified f16 cache: 8 KV heads x 128, 4 sequences of 4096 tokens; sequence 3
   // shares the first 2048 positions of sequence 0 (seq_cp: no copy).
   constexpr std::size_t n_head_kv = 8, d = 128, n_seq = 4, n_ctx = 4096, n_ubatch = 512;
-  std::printf("\n[3/3] unified KV cache: %zu sequences x %zu tokens, f16, %zu KV heads x %zu\n", n_seq,
-              n_ctx, n_head_kv, d);
+  std::printf("\n[3/3] unified KV cache: %zu sequences x %zu tokens, f16, %zu KV heads x %zu\n",
+              n_seq, n_ctx, n_head_kv, d);
   memory::full_cache_config cfg;
   cfg.shape = {1, n_head_kv, d, d};
   cfg.size = n_seq * n_ctx;
@@ -95,7 +96,8 @@ int main() {
   for (seq_id s = 0; s < static_cast<seq_id>(n_seq); ++s) {
     pos_t start = 0;
     if (s == 3) {  // share seq 0's prefix
-      if (status st = cache.seq_cp(0, 3, 0, n_ctx / 2); !st) return std::printf("%s\n", st.to_string().c_str()), 1;
+      if (status st = cache.seq_cp(0, 3, 0, n_ctx / 2); !st)
+        return std::printf("%s\n", st.to_string().c_str()), 1;
       start = n_ctx / 2;
     }
     for (pos_t p0 = start; p0 < static_cast<pos_t>(n_ctx); p0 += n_ubatch) {
@@ -113,8 +115,8 @@ int main() {
       }
       cache.commit();
     }
-    std::printf("  sequence %d: positions %d..%d (%s)\n", s, cache.seq_pos_min(s), cache.seq_pos_max(s),
-                s == 3 ? "first half shared with sequence 0" : "own cells");
+    std::printf("  sequence %d: positions %d..%d (%s)\n", s, cache.seq_pos_min(s),
+                cache.seq_pos_max(s), s == 3 ? "first half shared with sequence 0" : "own cells");
   }
   std::printf("  filled in %.2f s; %s", seconds_since(t_fill), cache.report().to_string().c_str());
 
@@ -135,8 +137,10 @@ int main() {
   const attention::kv_view view{{&seg, 1}};
   const attention::query_batch qb{q.data(), n_seq, qpos.data(), qseq.data(), nullptr};
   attention::workspace ws;
-  status st = attention::attend<simd::native, dtype::f16, dtype::f16>(sh, p, qb, {&view, 1}, out.data(), ws);
-  if (st) st = attention::reference_attend<dtype::f16, dtype::f16>(sh, p, qb, {&view, 1}, ref.data());
+  status st = attention::attend<simd::native, dtype::f16, dtype::f16>(sh, p, qb, {&view, 1},
+                                                                      out.data(), ws);
+  if (st)
+    st = attention::reference_attend<dtype::f16, dtype::f16>(sh, p, qb, {&view, 1}, ref.data());
   if (!st) return std::printf("attention failed: %s\n", st.to_string().c_str()), 1;
   float worst = 0;
   for (std::size_t i = 0; i < out.size(); ++i) worst = std::max(worst, std::fabs(out[i] - ref[i]));
@@ -145,12 +149,14 @@ int main() {
   const int reps = 50;
   const auto t0 = clock_type::now();
   for (int r = 0; r < reps; ++r)
-    (void)attention::attend<simd::native, dtype::f16, dtype::f16>(sh, p, qb, {&view, 1}, out.data(), ws);
+    (void)attention::attend<simd::native, dtype::f16, dtype::f16>(sh, p, qb, {&view, 1}, out.data(),
+                                                                  ws);
   const double dt = seconds_since(t0) / reps;
   const double bytes = static_cast<double>(cache.used()) * 2 * n_head_kv * d * sizeof(dtype::f16);
-  std::printf("  decode attention, %zu sequences, GQA 4, %d threads: %.3f ms per step, %.1f GB/s of K/V, "
-              "max |fast - reference| = %.1e  %s\n",
-              n_seq, default_thread_count(), dt * 1e3, bytes / dt * 1e-9, worst, attn_ok ? "ok" : "FAILED");
+  std::printf(
+      "  decode attention, %zu sequences, GQA 4, %d threads: %.3f ms per step, %.1f GB/s of K/V, "
+      "max |fast - reference| = %.1e  %s\n",
+      n_seq, default_thread_count(), dt * 1e3, bytes / dt * 1e-9, worst, attn_ok ? "ok" : "FAILED");
   std::printf("\n%s\n", ok ? "all self-checks passed" : "SELF-CHECK FAILED");
   return ok ? 0 : 1;
 }

@@ -2,13 +2,13 @@
 // ISA x element type, on random scenarios: every window kind, soft-cap, GQA 1..8,
 // d in {64, 80, 128, 256}, 0/1/many cells, several segments and streams, shared
 // cells, misaligned views, decode (dot form) and prefill (GEMM form) tiles, split-K.
-#include <gtest/gtest.h>
-
 #include <cmath>
 #include <random>
 #include <vector>
 
 #include "attention/kv_builder.hpp"
+#include <gtest/gtest.h>
+
 #include "mnemo/attention/attend.hpp"
 #include "mnemo/attention/reference.hpp"
 #include "mnemo/simd/cpu.hpp"
@@ -37,8 +37,8 @@ class AttendTest : public ::testing::Test {
   }
 };
 
-#define MNEMO_COMBOS(I)                                                                 \
-  combo<simd::I, float>, combo<simd::I, dtype::f16>, combo<simd::I, dtype::bf16>,      \
+#define MNEMO_COMBOS(I)                                                           \
+  combo<simd::I, float>, combo<simd::I, dtype::f16>, combo<simd::I, dtype::bf16>, \
       combo<simd::I, dtype::block_q8_0>, combo<simd::I, dtype::block_q4_0>
 using Combos = ::testing::Types<MNEMO_COMBOS(scalar), MNEMO_COMBOS(avx2), MNEMO_COMBOS(avx512),
                                 MNEMO_COMBOS(neon)>;
@@ -80,14 +80,15 @@ struct scenario {
       s.with_owners = pick(0, 1) == 1;
       max_cells = std::max(max_cells, s.n_cells);
       std::uniform_int_distribution<int> coin(0, 9);
-      st.build(s, sh, rng,
-               [&](std::size_t c) { return coin(rng) == 0 ? pos_t{-1} : static_cast<pos_t>(c); },
-               [&](std::size_t) {
-                 seq_set o;
-                 for (seq_id x = 0; x < 3; ++x)
-                   if (coin(rng) < 6) o.insert(x);
-                 return o;
-               });
+      st.build(
+          s, sh, rng,
+          [&](std::size_t c) { return coin(rng) == 0 ? pos_t{-1} : static_cast<pos_t>(c); },
+          [&](std::size_t) {
+            seq_set o;
+            for (seq_id x = 0; x < 3; ++x)
+              if (coin(rng) < 6) o.insert(x);
+            return o;
+          });
     }
     p.scale = 1.0f / std::sqrt(static_cast<float>(sh.d_k));
     p.causal = pick(0, 1, 1) == 1;
@@ -102,7 +103,8 @@ struct scenario {
     for (std::size_t t = 0; t < n_tokens; ++t) {
       stream.push_back(static_cast<std::uint32_t>(pick(0, 1, 2) % n_streams));
       seq.push_back(static_cast<seq_id>(pick(0, 1, 2)));
-      pos.push_back(static_cast<pos_t>(std::uniform_int_distribution<std::size_t>(0, max_cells + 2)(rng)));
+      pos.push_back(
+          static_cast<pos_t>(std::uniform_int_distribution<std::size_t>(0, max_cells + 2)(rng)));
     }
   }
 
@@ -116,8 +118,8 @@ struct scenario {
   }
   std::string describe() const {
     std::ostringstream os;
-    os << "d=" << sh.d_k << " heads=" << sh.n_head << "/" << sh.n_head_kv << " tokens=" << pos.size()
-       << " streams=" << streams.size() << " causal=" << p.causal
+    os << "d=" << sh.d_k << " heads=" << sh.n_head << "/" << sh.n_head_kv
+       << " tokens=" << pos.size() << " streams=" << streams.size() << " causal=" << p.causal
        << " window=" << attention::to_string(p.window) << " n_swa=" << p.n_swa
        << " softcap=" << p.softcap;
     return os.str();
@@ -125,7 +127,8 @@ struct scenario {
 };
 
 /// Index of the first |a - b| > tol, or -1.
-std::ptrdiff_t first_difference(const std::vector<float>& a, const std::vector<float>& b, float tol) {
+std::ptrdiff_t first_difference(const std::vector<float>& a, const std::vector<float>& b,
+                                float tol) {
   for (std::size_t i = 0; i < a.size(); ++i)
     if (!(std::fabs(a[i] - b[i]) <= tol)) return static_cast<std::ptrdiff_t>(i);
   return -1;
@@ -143,14 +146,16 @@ TYPED_TEST(AttendTest, MatchesReference) {
       const auto views = sc.views();
       const std::size_t n = sc.pos.size() * sc.sh.n_head * sc.sh.d_v;
       std::vector<float> ref(n), got(n, NAN);
-      ASSERT_TRUE((attention::reference_attend<E, E>(sc.sh, sc.p, sc.batch(), views, ref.data()).is_ok()));
+      ASSERT_TRUE(
+          (attention::reference_attend<E, E>(sc.sh, sc.p, sc.batch(), views, ref.data()).is_ok()));
       attention::options opt;
       opt.n_threads = static_cast<int>(seed % 3) + 1;
-      const status s = attention::attend<Isa, E, E>(sc.sh, sc.p, sc.batch(), views, got.data(), ws, opt);
+      const status s =
+          attention::attend<Isa, E, E>(sc.sh, sc.p, sc.batch(), views, got.data(), ws, opt);
       ASSERT_TRUE(s.is_ok()) << s.to_string();
       const auto i = first_difference(ref, got, k_tol);
-      ASSERT_EQ(i, -1) << "seed " << seed << " (" << sc.describe() << "): first difference at "
-                       << i << ": reference " << ref[i] << ", got " << got[i];
+      ASSERT_EQ(i, -1) << "seed " << seed << " (" << sc.describe() << "): first difference at " << i
+                       << ": reference " << ref[i] << ", got " << got[i];
     }
   }
 }
@@ -178,10 +183,14 @@ TYPED_TEST(AttendTest, ExportsMassAndLogSumExp) {
       std::vector<float> lse_ref(nt * sc.sh.n_head), lse_got(nt * sc.sh.n_head);
       std::vector<float> out_ref(nt * sc.sh.n_head * sc.sh.d_v), out_got(out_ref.size());
       attention::mass_sink sr{pr, rows.data(), lse_ref.data()}, sg{pg, rows.data(), lse_got.data()};
-      ASSERT_TRUE((attention::reference_attend<E, E>(sc.sh, sc.p, sc.batch(), views, out_ref.data(), sr).is_ok()));
+      ASSERT_TRUE(
+          (attention::reference_attend<E, E>(sc.sh, sc.p, sc.batch(), views, out_ref.data(), sr)
+               .is_ok()));
       attention::options opt;
       opt.n_threads = 2;
-      ASSERT_TRUE((attention::attend<Isa, E, E>(sc.sh, sc.p, sc.batch(), views, out_got.data(), opt, sg).is_ok()));
+      ASSERT_TRUE(
+          (attention::attend<Isa, E, E>(sc.sh, sc.p, sc.batch(), views, out_got.data(), opt, sg)
+               .is_ok()));
       for (std::size_t i = 0; i < lse_ref.size(); ++i) {
         if (std::isinf(lse_ref[i])) {
           ASSERT_TRUE(std::isinf(lse_got[i]) && lse_got[i] < 0) << "seed " << seed << " row " << i;
@@ -193,15 +202,20 @@ TYPED_TEST(AttendTest, ExportsMassAndLogSumExp) {
       for (std::size_t s = 0; s < views.size(); ++s) {
         const auto i = first_difference(mass_ref[s], mass_got[s], 1e-4f);
         ASSERT_EQ(i, -1) << "seed " << seed << " (" << sc.describe() << ") stream " << s
-                         << " mass differs at " << i << ": " << mass_ref[s][i] << " vs " << mass_got[s][i];
+                         << " mass differs at " << i << ": " << mass_ref[s][i] << " vs "
+                         << mass_got[s][i];
         // Every contributing row that attends something adds exactly 1 per query head.
         for (std::size_t hk = 0; hk < sc.sh.n_head_kv; ++hk) {
           double expect = 0, sum = 0;
           for (std::size_t t = 0; t < nt; ++t)
             for (std::size_t hh = 0; hh < g; ++hh)
-              if (sc.stream[t] == s && rows[t] && !std::isinf(lse_ref[t * sc.sh.n_head + hk * g + hh])) expect += 1;
-          for (std::size_t c = 0; c < views[s].n_cells(); ++c) sum += mass_got[s][hk * views[s].n_cells() + c];
-          ASSERT_NEAR(sum, expect, 1e-3 * (1 + expect)) << "seed " << seed << " stream " << s << " head " << hk;
+              if (sc.stream[t] == s && rows[t] &&
+                  !std::isinf(lse_ref[t * sc.sh.n_head + hk * g + hh]))
+                expect += 1;
+          for (std::size_t c = 0; c < views[s].n_cells(); ++c)
+            sum += mass_got[s][hk * views[s].n_cells() + c];
+          ASSERT_NEAR(sum, expect, 1e-3 * (1 + expect))
+              << "seed " << seed << " stream " << s << " head " << hk;
         }
       }
     }
@@ -218,7 +232,8 @@ TYPED_TEST(AttendTest, EmptyRowsAreZeroNotNan) {
     for (auto& st : sc.streams)
       for (auto& cp : st.pos) cp = cp < 0 ? cp : cp + 1;  // every cell is in the future
     std::vector<float> out(sc.pos.size() * sc.sh.n_head * sc.sh.d_v, NAN);
-    ASSERT_TRUE((attention::attend<Isa, E, E>(sc.sh, sc.p, sc.batch(), sc.views(), out.data()).is_ok()));
+    ASSERT_TRUE(
+        (attention::attend<Isa, E, E>(sc.sh, sc.p, sc.batch(), sc.views(), out.data()).is_ok()));
     for (std::size_t i = 0; i < out.size(); ++i) ASSERT_EQ(out[i], 0.0f) << "element " << i;
   }
 }
@@ -231,7 +246,8 @@ TYPED_TEST(AttendTest, RejectsMalformedCalls) {
     std::vector<float> out(sc.pos.size() * sc.sh.n_head * sc.sh.d_v);
     auto run = [&](attention::shape sh, attention::params p, std::vector<std::uint32_t> stream,
                    std::vector<seq_id> seq) {
-      attention::query_batch qb{sc.q.data(), sc.pos.size(), sc.pos.data(), seq.data(), stream.data()};
+      attention::query_batch qb{sc.q.data(), sc.pos.size(), sc.pos.data(), seq.data(),
+                                stream.data()};
       return attention::attend<Isa, E, E>(sh, p, qb, sc.views(), out.data());
     };
     auto bad_sh = sc.sh;

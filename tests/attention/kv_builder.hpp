@@ -32,8 +32,9 @@ struct encoded_rows {
     base = storage.data() + ((64 - addr % 64) % 64) + misalign * alignof(E);
     for (std::size_t c = 0; c < n_cells; ++c)
       for (std::size_t h = 0; h < n_head_kv; ++h)
-        dtype::row_kernels<simd::scalar>::encode(values.data() + (c * n_head_kv + h) * d,
-                                                 reinterpret_cast<E*>(base + c * stride + h * head_bytes), d);
+        dtype::row_kernels<simd::scalar>::encode(
+            values.data() + (c * n_head_kv + h) * d,
+            reinterpret_cast<E*>(base + c * stride + h * head_bytes), d);
   }
 };
 

@@ -1,8 +1,8 @@
 // Masks from cell metadata: the inequalities of spec/memory.md §2.5 and its tests
 // T24-T27, through attention::keeps().
-#include <gtest/gtest.h>
-
 #include <set>
+
+#include <gtest/gtest.h>
 
 #include "mnemo/attention/params.hpp"
 

@@ -1,9 +1,9 @@
 // attention_state algebra: merge is associative and commutative up to rounding,
 // empty states are identities, and the merged result equals one-pass softmax.
-#include <gtest/gtest.h>
-
 #include <cmath>
 #include <random>
+
+#include <gtest/gtest.h>
 
 #include "mnemo/attention/state.hpp"
 
@@ -11,7 +11,8 @@ namespace {
 
 using mnemo::attention::attention_state;
 
-attention_state from_rows(const std::vector<float>& logits, const std::vector<std::vector<float>>& v) {
+attention_state from_rows(const std::vector<float>& logits,
+                          const std::vector<std::vector<float>>& v) {
   attention_state s(v.empty() ? 0 : v[0].size());
   for (std::size_t i = 0; i < logits.size(); ++i) s.add(logits[i], v[i]);
   return s;
@@ -53,16 +54,20 @@ TEST(AttentionState, MergeMatchesOnePassSoftmaxInAnySplit) {
     for (std::size_t k = 0; k < d; ++k) o[k] += w * v[i][k];
   }
   for (std::size_t split = 1; split < cells; split += 5) {
-    std::vector<float> la(logits.begin(), logits.begin() + split), lb(logits.begin() + split, logits.end());
-    std::vector<std::vector<float>> va(v.begin(), v.begin() + split), vb(v.begin() + split, v.end());
+    std::vector<float> la(logits.begin(), logits.begin() + split),
+        lb(logits.begin() + split, logits.end());
+    std::vector<std::vector<float>> va(v.begin(), v.begin() + split),
+        vb(v.begin() + split, v.end());
     attention_state ab = from_rows(la, va);
     ab.merge(from_rows(lb, vb));
     attention_state ba = from_rows(lb, vb);
     ba.merge(from_rows(la, va));
     const auto oab = ab.output(), oba = ba.output();
     for (std::size_t k = 0; k < d; ++k) {
-      ASSERT_NEAR(oab[k], o[k] / l, 1e-5) << "seed " << seed << " split " << split << " element " << k;
-      ASSERT_NEAR(oba[k], o[k] / l, 1e-5) << "seed " << seed << " split " << split << " element " << k;
+      ASSERT_NEAR(oab[k], o[k] / l, 1e-5)
+          << "seed " << seed << " split " << split << " element " << k;
+      ASSERT_NEAR(oba[k], o[k] / l, 1e-5)
+          << "seed " << seed << " split " << split << " element " << k;
     }
     ASSERT_NEAR(ab.lse(), m + std::log(l), 1e-4) << "split " << split;
   }

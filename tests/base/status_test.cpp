@@ -6,7 +6,8 @@
 namespace {
 
 mnemo::result<int> parse_positive(int x) {
-  if (x <= 0) return mnemo::make_status(mnemo::status_code::invalid_argument, "x=%d is not positive", x);
+  if (x <= 0)
+    return mnemo::make_status(mnemo::status_code::invalid_argument, "x=%d is not positive", x);
   return x;
 }
 

@@ -13,10 +13,9 @@
 #include <random>
 #include <vector>
 
-#include "mnemo/simd/simd.hpp"
-
 #include "mnemo/attention/attend.hpp"
 #include "mnemo/attention/reference.hpp"
+#include "mnemo/simd/simd.hpp"
 #if __has_include("mnemo/dtype/dtype.hpp")
 #include "mnemo/dtype/dtype.hpp"
 #define MNEMO_SELFCHECK_DTYPE 1
@@ -281,7 +280,10 @@ void check_attention_type(const char* name) {
   std::vector<E> k(n_cells * row), v(n_cells * row);
   std::vector<float> tmp(128);
   std::uint32_t state = 12345;
-  auto rnd = [&] { state = state * 1664525u + 1013904223u; return static_cast<float>(state >> 8) / 8388608.0f - 1.0f; };
+  auto rnd = [&] {
+    state = state * 1664525u + 1013904223u;
+    return static_cast<float>(state >> 8) / 8388608.0f - 1.0f;
+  };
   for (std::size_t c = 0; c < n_cells; ++c) {
     for (auto& x : tmp) x = rnd();
     dt::row_kernels<simd::scalar>::encode(tmp.data(), k.data() + c * row, 128);
@@ -290,22 +292,27 @@ void check_attention_type(const char* name) {
   }
   std::vector<mnemo::pos_t> cell_pos(n_cells);
   for (std::size_t c = 0; c < n_cells; ++c) cell_pos[c] = static_cast<mnemo::pos_t>(c);
-  const at::kv_segment seg{k.data(), v.data(), row * sizeof(E), row * sizeof(E), cell_pos.data(), nullptr, n_cells};
+  const at::kv_segment seg{k.data(),        v.data(), row * sizeof(E), row * sizeof(E),
+                           cell_pos.data(), nullptr,  n_cells};
   const at::kv_view view{{&seg, 1}};
   for (std::size_t n_tokens : {std::size_t{1}, std::size_t{40}}) {
     std::vector<float> q(n_tokens * 8 * 64), out(q.size()), ref(q.size());
     for (auto& x : q) x = rnd();
     std::vector<mnemo::pos_t> pos(n_tokens);
     std::vector<mnemo::seq_id> seq(n_tokens, 0);
-    for (std::size_t t = 0; t < n_tokens; ++t) pos[t] = static_cast<mnemo::pos_t>(n_cells - n_tokens + t);
+    for (std::size_t t = 0; t < n_tokens; ++t)
+      pos[t] = static_cast<mnemo::pos_t>(n_cells - n_tokens + t);
     const at::query_batch qb{q.data(), n_tokens, pos.data(), seq.data(), nullptr};
     at::params p;
     p.scale = 0.125f;
-    CHECK((at::attend<simd::neon, E, E>(sh, p, qb, {&view, 1}, out.data()).is_ok()), "%s attend", name);
-    CHECK((at::reference_attend<E, E>(sh, p, qb, {&view, 1}, ref.data()).is_ok()), "%s reference", name);
+    CHECK((at::attend<simd::neon, E, E>(sh, p, qb, {&view, 1}, out.data()).is_ok()), "%s attend",
+          name);
+    CHECK((at::reference_attend<E, E>(sh, p, qb, {&view, 1}, ref.data()).is_ok()), "%s reference",
+          name);
     for (std::size_t i = 0; i < out.size(); ++i)
-      CHECK(std::fabs(out[i] - ref[i]) <= 5e-5f, "%s attention %zu tokens, element %zu: neon %g reference %g",
-            name, n_tokens, i, out[i], ref[i]);
+      CHECK(std::fabs(out[i] - ref[i]) <= 5e-5f,
+            "%s attention %zu tokens, element %zu: neon %g reference %g", name, n_tokens, i, out[i],
+            ref[i]);
   }
 }
 

@@ -1,9 +1,9 @@
 // Batch -> validation against the memory -> split -> planning -> apply/commit, on the
 // unified cache: the planning guarantee (spec §1.1) and position continuity through
 // the real batch layer (T02, T06, T18, T19, T79).
-#include <gtest/gtest.h>
-
 #include <vector>
+
+#include <gtest/gtest.h>
 
 #include "mnemo/memory/memory.hpp"
 
@@ -36,7 +36,8 @@ status dec(cache_t& c, seq_id s, pos_t a, pos_t b, std::uint32_t n_ubatch = 512)
   const std::vector<float> kv = {1, 2, 3, 4};  // a vector: GCC 12 -Warray-bounds misfires on arrays
   for (std::size_t u = 0; u < plan.tokens.size(); ++u) {
     MNEMO_RETURN_IF_ERROR(c.apply(u, plan.tokens[u]));
-    for (std::size_t j = 0; j < plan.tokens[u].size(); ++j) c.write_kv(0, u, j, kv.data(), kv.data());
+    for (std::size_t j = 0; j < plan.tokens[u].size(); ++j)
+      c.write_kv(0, u, j, kv.data(), kv.data());
   }
   c.commit();
   return {};

@@ -64,8 +64,8 @@ struct scratch_layout {
 
   std::size_t group_rows() const { return k_block_cells > 4 * heads ? k_block_cells : 4 * heads; }
   std::size_t floats() const {
-    return head_rows * (2 * dk + dv + 2 + k_block_cells) + group_rows() * (dk + dv) + dk * k_block_cells +
-           16 * 8;
+    return head_rows * (2 * dk + dv + 2 + k_block_cells) + group_rows() * (dk + dv) +
+           dk * k_block_cells + 16 * 8;
   }
   std::size_t bytes() const { return (tokens + 1) * k_block_cells + tokens; }
   scratch at(float* f, std::uint8_t* b) const {
@@ -100,8 +100,8 @@ struct scratch_layout {
 template <simd::isa_tag Isa, dtype::kv_element KE, dtype::kv_element VE,
           stats_sink Sink = null_sink>
 status attend(const shape& sh, const params& p, const query_batch& q,
-              std::span<const kv_view> streams, float* out, workspace& ws,
-              const options& opt = {}, Sink sink = {}) {
+              std::span<const kv_view> streams, float* out, workspace& ws, const options& opt = {},
+              Sink sink = {}) {
   static_assert(simd::is_compiled<Isa>,
                 "attention::attend<Isa>: Isa is not compiled for this architecture");
   MNEMO_RETURN_IF_ERROR((detail::validate_call<KE, VE>(sh, p, q, streams, out, sink)));
@@ -125,11 +125,11 @@ status attend(const shape& sh, const params& p, const query_batch& q,
   ws.tiles.clear();
   for (std::size_t i = 0; i < q.n_tokens;) {
     std::size_t j = i + 1;
-    while (j < q.n_tokens && j - i < tokens_per_tile && stream_of(order[j]) == stream_of(order[i]) &&
-           q.seq[order[j]] == q.seq[order[i]])
+    while (j < q.n_tokens && j - i < tokens_per_tile &&
+           stream_of(order[j]) == stream_of(order[i]) && q.seq[order[j]] == q.seq[order[i]])
       ++j;
-    ws.tiles.push_back({stream_of(order[i]), static_cast<std::uint32_t>(i),
-                        static_cast<std::uint32_t>(j - i)});
+    ws.tiles.push_back(
+        {stream_of(order[i]), static_cast<std::uint32_t>(i), static_cast<std::uint32_t>(j - i)});
     i = j;
   }
 
@@ -148,8 +148,9 @@ status attend(const shape& sh, const params& p, const query_batch& q,
   for (const detail::tile& t : ws.tiles) {
     const std::size_t n = streams[t.stream].n_cells();
     const std::size_t chunks = std::max<std::size_t>(1, std::min(want, n / 256));
-    const std::size_t step = std::max<std::size_t>(
-        detail::k_block_cells, (n + chunks - 1) / chunks + detail::k_block_cells - 1) /
+    const std::size_t step =
+        std::max<std::size_t>(detail::k_block_cells,
+                              (n + chunks - 1) / chunks + detail::k_block_cells - 1) /
         detail::k_block_cells * detail::k_block_cells;
     const std::size_t heads = is_decode_like(t) ? sh.n_head_kv : 1;
     max_rows = std::max(max_rows, t.count * g);
@@ -161,7 +162,8 @@ status attend(const shape& sh, const params& p, const query_batch& q,
   const bool split = ws.items.size() != base_items;
 
   // Memory: per-thread scratch, final lse per row, and partial states when split.
-  const detail::scratch_layout lay{max_head_rows, max_rows, tokens_per_tile, sh.n_head_kv, sh.d_k, dv};
+  const detail::scratch_layout lay{max_head_rows, max_rows, tokens_per_tile,
+                                   sh.n_head_kv,  sh.d_k,   dv};
   const std::size_t per_thread = lay.floats();
   std::size_t partial_floats = 0;
   if (split) {
@@ -173,12 +175,18 @@ status attend(const shape& sh, const params& p, const query_batch& q,
     }
   }
   const std::size_t lse_floats = q.n_tokens * sh.n_head;
-  MNEMO_ASSIGN_OR_RETURN(float* fbuf, ws.floats(per_thread * threads + partial_floats + lse_floats));
-  MNEMO_ASSIGN_OR_RETURN(std::uint8_t* bbuf, ws.bytes(lay.bytes() * threads + 64));
+  MNEMO_ASSIGN_OR_RETURN(float* fbuf,
+                         ws.floats(per_thread * threads + partial_floats + lse_floats));
+  MNEMO_ASSIGN_OR_RETURN(std::uint8_t * bbuf, ws.bytes(lay.bytes() * threads + 64));
   float* partials = fbuf + per_thread * threads;
   float* lse = partials + partial_floats;
 
-  const detail::call c{sh, p, &q, streams.data(), order.data(), (dtype::blocks_in_row<KE>(sh.d_k) * sizeof(KE)),
+  const detail::call c{sh,
+                       p,
+                       &q,
+                       streams.data(),
+                       order.data(),
+                       (dtype::blocks_in_row<KE>(sh.d_k) * sizeof(KE)),
                        (dtype::blocks_in_row<VE>(sh.d_v) * sizeof(VE))};
   // Writes the finished states of an item's (head, row)s to the output and lse.
   auto finish = [&](const detail::item& it, const float* o, const float* m, const float* l) {
@@ -194,7 +202,9 @@ status attend(const shape& sh, const params& p, const query_batch& q,
         }
       }
   };
-  auto rows_of = [&](const detail::item& it) { return it.t->count * g * (it.head_end - it.head_begin); };
+  auto rows_of = [&](const detail::item& it) {
+    return it.t->count * g * (it.head_end - it.head_begin);
+  };
 
   parallel_for(ws.items.size(), threads, [&](std::size_t i, int th) {
     const detail::scratch w = lay.at(fbuf + per_thread * th, bbuf + lay.bytes() * th);
@@ -235,8 +245,8 @@ status attend(const shape& sh, const params& p, const query_batch& q,
       for (std::size_t i = first_item[gi]; i < first_item[gi + 1]; ++i) {
         const float* src = partials + ws.partial_offset[i];
         for (std::size_t r = 0; r < R; ++r)
-          merge_partial({w.o + r * dv, dv}, w.m[r], w.l[r], {src + r * dv, dv},
-                        src[R * dv + r], src[R * (dv + 1) + r]);
+          merge_partial({w.o + r * dv, dv}, w.m[r], w.l[r], {src + r * dv, dv}, src[R * dv + r],
+                        src[R * (dv + 1) + r]);
       }
       finish(it0, w.o, w.m, w.l);
     });
@@ -263,7 +273,8 @@ status attend(const shape& sh, const params& p, const query_batch& q,
         const std::size_t st = task.t->stream;
         const detail::tile* end = ws.tiles.data() + ws.tiles.size();
         for (const detail::tile* t = task.t; t != end && t->stream == st; ++t)
-          K::template export_mass<KE>(c, *t, task, w, lse, sink, sink.mass[st], streams[st].n_cells());
+          K::template export_mass<KE>(c, *t, task, w, lse, sink, sink.mass[st],
+                                      streams[st].n_cells());
       });
     }
   }

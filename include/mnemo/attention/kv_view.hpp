@@ -20,8 +20,8 @@ struct kv_segment {
   const void* v = nullptr;
   std::size_t k_stride = 0;  // bytes from one cell's K row to the next
   std::size_t v_stride = 0;
-  const pos_t* pos = nullptr;        // [n_cells]; < 0 marks an empty cell
-  const seq_set* owners = nullptr;   // [n_cells]; null: every cell belongs to the querying sequence
+  const pos_t* pos = nullptr;       // [n_cells]; < 0 marks an empty cell
+  const seq_set* owners = nullptr;  // [n_cells]; null: every cell belongs to the querying sequence
   std::size_t n_cells = 0;
 };
 
@@ -40,9 +40,9 @@ struct kv_view {
 struct query_batch {
   const float* q = nullptr;
   std::size_t n_tokens = 0;
-  const pos_t* pos = nullptr;            // [n_tokens]
-  const seq_id* seq = nullptr;           // [n_tokens]
-  const std::uint32_t* stream = nullptr; // [n_tokens]; null: every token is in stream 0
+  const pos_t* pos = nullptr;             // [n_tokens]
+  const seq_id* seq = nullptr;            // [n_tokens]
+  const std::uint32_t* stream = nullptr;  // [n_tokens]; null: every token is in stream 0
 };
 
 /// Head geometry. n_head is a multiple of n_head_kv (GQA group g = n_head / n_head_kv).
@@ -57,9 +57,10 @@ struct shape {
   template <class KE, class VE>
   status validate() const {
     if (n_head == 0 || n_head_kv == 0 || n_head % n_head_kv != 0)
-      return make_status(status_code::invalid_argument,
-                         "attention shape: n_head (%zu) must be a positive multiple of n_head_kv (%zu)",
-                         n_head, n_head_kv);
+      return make_status(
+          status_code::invalid_argument,
+          "attention shape: n_head (%zu) must be a positive multiple of n_head_kv (%zu)", n_head,
+          n_head_kv);
     if (d_k == 0 || d_v == 0)
       return make_status(status_code::invalid_argument, "attention shape: d_k and d_v must be > 0");
     if (d_k % dtype::element_traits<KE>::block_size != 0 ||

@@ -28,11 +28,11 @@ constexpr std::string_view to_string(window_kind w) noexcept {
 }
 
 struct params {
-  float scale = 1.0f;          // logits are scale * (q . k)
-  float softcap = 0.0f;        // > 0: logits become softcap * tanh(logit / softcap); 0 = off
-  bool causal = true;          // false: encoder-style, no causal mask
+  float scale = 1.0f;    // logits are scale * (q . k)
+  float softcap = 0.0f;  // > 0: logits become softcap * tanh(logit / softcap); 0 = off
+  bool causal = true;    // false: encoder-style, no causal mask
   window_kind window = window_kind::none;
-  pos_t n_swa = 0;             // the window size; ignored when window == none
+  pos_t n_swa = 0;  // the window size; ignored when window == none
 
   /// A status naming the first inconsistent field.
   status validate() const {
@@ -49,7 +49,8 @@ struct params {
 };
 
 /// spec/memory.md §2.5 is_masked_swa(n_swa, type, p0 = key position, p1 = query position).
-constexpr bool is_masked_by_window(window_kind w, pos_t n_swa, pos_t p_key, pos_t p_query) noexcept {
+constexpr bool is_masked_by_window(window_kind w, pos_t n_swa, pos_t p_key,
+                                   pos_t p_query) noexcept {
   switch (w) {
     case window_kind::none: return false;
     case window_kind::standard: return p_query - p_key >= n_swa;

@@ -41,7 +41,8 @@ status reference_attend(const shape& sh, const params& p, const query_batch& q,
         for (std::size_t j = 0; j < seg.n_cells; ++j) {
           const seq_set* own = seg.owners != nullptr ? &seg.owners[j] : nullptr;
           if (!keeps(p, q.pos[t], q.seq[t], seg.pos[j], own)) continue;
-          const auto* kr = static_cast<const std::byte*>(seg.k) + j * seg.k_stride + hk * k_head_bytes;
+          const auto* kr =
+              static_cast<const std::byte*>(seg.k) + j * seg.k_stride + hk * k_head_bytes;
           dtype::decode_row<simd::scalar>(reinterpret_cast<const KE*>(kr), k.data(), sh.d_k);
           double s = 0;
           for (std::size_t i = 0; i < sh.d_k; ++i) s += static_cast<double>(qr[i]) * k[i];
@@ -49,7 +50,8 @@ status reference_attend(const shape& sh, const params& p, const query_batch& q,
           if (p.softcap > 0) s = p.softcap * std::tanh(s / p.softcap);
           logits.push_back(s);
           cells.push_back(base + j);
-          v_rows.push_back(static_cast<const std::byte*>(seg.v) + j * seg.v_stride + hk * v_head_bytes);
+          v_rows.push_back(static_cast<const std::byte*>(seg.v) + j * seg.v_stride +
+                           hk * v_head_bytes);
         }
         base += seg.n_cells;
       }

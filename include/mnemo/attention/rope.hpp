@@ -21,17 +21,19 @@ enum class rope_layout : std::uint8_t {
 
 struct rope_config {
   rope_layout layout = rope_layout::normal;
-  std::size_t n_rot = 0;     // leading dims of each head that rotate (<= head size, even)
+  std::size_t n_rot = 0;  // leading dims of each head that rotate (<= head size, even)
   float freq_base = 10000.0f;
-  float freq_scale = 1.0f;   // linear position interpolation: theta uses pos * freq_scale
+  float freq_scale = 1.0f;  // linear position interpolation: theta uses pos * freq_scale
 
   status validate(std::size_t head_dim) const {
     if (layout == rope_layout::none) return {};
     if (n_rot == 0 || n_rot % 2 != 0 || n_rot > head_dim)
       return make_status(status_code::invalid_argument,
-                         "rope: n_rot (%zu) must be even and in (0, head size %zu]", n_rot, head_dim);
+                         "rope: n_rot (%zu) must be even and in (0, head size %zu]", n_rot,
+                         head_dim);
     if (!(freq_base > 0.0f) || !(freq_scale > 0.0f))
-      return make_status(status_code::invalid_argument, "rope: freq_base and freq_scale must be > 0");
+      return make_status(status_code::invalid_argument,
+                         "rope: freq_base and freq_scale must be > 0");
     return {};
   }
 };
@@ -45,7 +47,8 @@ inline void rope_rotate(const rope_config& r, float* x, double p) noexcept {
   const double base_log = std::log(static_cast<double>(r.freq_base));
   for (std::size_t i = 0; i < half; ++i) {
     const double theta =
-        p * r.freq_scale * std::exp(-base_log * static_cast<double>(2 * i) / static_cast<double>(r.n_rot));
+        p * r.freq_scale *
+        std::exp(-base_log * static_cast<double>(2 * i) / static_cast<double>(r.n_rot));
     const float c = static_cast<float>(std::cos(theta)), s = static_cast<float>(std::sin(theta));
     const std::size_t a = r.layout == rope_layout::normal ? 2 * i : i;
     const std::size_t b = r.layout == rope_layout::normal ? 2 * i + 1 : i + half;

@@ -42,8 +42,7 @@ class aligned_buffer {
     const std::size_t align = huge ? k_huge_page : k_buffer_alignment;
     const std::size_t bytes = (n * sizeof(T) + align - 1) / align * align;
     void* p = std::aligned_alloc(align, bytes);
-    if (p == nullptr)
-      return make_status(status_code::no_space, "cannot allocate %zu bytes", bytes);
+    if (p == nullptr) return make_status(status_code::no_space, "cannot allocate %zu bytes", bytes);
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
     if (huge) madvise(p, bytes, MADV_HUGEPAGE);  // advice only: failure is harmless
 #endif
@@ -79,8 +78,14 @@ class aligned_buffer {
   std::size_t size() const noexcept { return size_; }
   std::size_t size_bytes() const noexcept { return size_ * sizeof(T); }
   bool empty() const noexcept { return size_ == 0; }
-  T& operator[](std::size_t i) noexcept { MNEMO_DASSERT(i < size_); return data_[i]; }
-  const T& operator[](std::size_t i) const noexcept { MNEMO_DASSERT(i < size_); return data_[i]; }
+  T& operator[](std::size_t i) noexcept {
+    MNEMO_DASSERT(i < size_);
+    return data_[i];
+  }
+  const T& operator[](std::size_t i) const noexcept {
+    MNEMO_DASSERT(i < size_);
+    return data_[i];
+  }
   T* begin() noexcept { return data_; }
   T* end() noexcept { return data_ + size_; }
   const T* begin() const noexcept { return data_; }

@@ -32,12 +32,14 @@
 #define MNEMO_NOINLINE __attribute__((noinline))
 #define MNEMO_RESTRICT __restrict__
 #define MNEMO_LIKELY(x) __builtin_expect(!!(x), 1)
+#define MNEMO_PRINTF_FORMAT(fmt, args) __attribute__((format(printf, fmt, args)))
 #define MNEMO_UNLIKELY(x) __builtin_expect(!!(x), 0)
 #else
 #define MNEMO_INLINE inline
 #define MNEMO_NOINLINE
 #define MNEMO_RESTRICT
 #define MNEMO_LIKELY(x) (x)
+#define MNEMO_PRINTF_FORMAT(fmt, args)
 #define MNEMO_UNLIKELY(x) (x)
 #endif
 

@@ -29,9 +29,18 @@ class [[nodiscard]] result {
   status to_status() const { return status_; }
 
   /// @pre is_ok()
-  T& value() & noexcept { MNEMO_DASSERT(is_ok()); return *value_; }
-  const T& value() const& noexcept { MNEMO_DASSERT(is_ok()); return *value_; }
-  T&& value() && noexcept { MNEMO_DASSERT(is_ok()); return std::move(*value_); }
+  T& value() & noexcept {
+    MNEMO_DASSERT(is_ok());
+    return *value_;
+  }
+  const T& value() const& noexcept {
+    MNEMO_DASSERT(is_ok());
+    return *value_;
+  }
+  T&& value() && noexcept {
+    MNEMO_DASSERT(is_ok());
+    return std::move(*value_);
+  }
   T* operator->() noexcept { return &value(); }
   const T* operator->() const noexcept { return &value(); }
   T& operator*() & noexcept { return value(); }

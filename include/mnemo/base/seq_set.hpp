@@ -17,9 +17,7 @@ struct seq_set {
   std::uint64_t words[k_max_seq / 64] = {};
 
   /// @pre 0 <= s < k_max_seq
-  constexpr bool contains(seq_id s) const noexcept {
-    return (words[s >> 6] >> (s & 63)) & 1u;
-  }
+  constexpr bool contains(seq_id s) const noexcept { return (words[s >> 6] >> (s & 63)) & 1u; }
   constexpr void insert(seq_id s) noexcept { words[s >> 6] |= std::uint64_t{1} << (s & 63); }
   constexpr void erase(seq_id s) noexcept { words[s >> 6] &= ~(std::uint64_t{1} << (s & 63)); }
   constexpr void clear() noexcept {

@@ -8,6 +8,8 @@
 #include <string_view>
 #include <utility>
 
+#include "mnemo/base/config.hpp"
+
 namespace mnemo {
 
 enum class status_code : int {
@@ -76,9 +78,7 @@ class [[nodiscard]] status {
 };
 
 /// printf-style construction of an error status.
-#if defined(__GNUC__)
-__attribute__((format(printf, 2, 3)))
-#endif
+MNEMO_PRINTF_FORMAT(2, 3)
 inline status make_status(status_code code, const char* fmt, ...) {
   va_list args;
   va_start(args, fmt);
@@ -95,8 +95,8 @@ inline status make_status(status_code code, const char* fmt, ...) {
 }  // namespace mnemo
 
 /// Returns the status of `expr` from the enclosing function when it is an error.
-#define MNEMO_RETURN_IF_ERROR(expr)                        \
-  do {                                                     \
-    ::mnemo::status mnemo_status_ = (expr);                \
-    if (!mnemo_status_.is_ok()) return mnemo_status_;      \
+#define MNEMO_RETURN_IF_ERROR(expr)                   \
+  do {                                                \
+    ::mnemo::status mnemo_status_ = (expr);           \
+    if (!mnemo_status_.is_ok()) return mnemo_status_; \
   } while (0)

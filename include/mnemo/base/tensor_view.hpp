@@ -20,7 +20,10 @@ class tensor_view {
  public:
   using extents_type = std::array<std::size_t, Rank>;
 
-  tensor_view() noexcept { extents_.fill(0); strides_.fill(0); }
+  tensor_view() noexcept {
+    extents_.fill(0);
+    strides_.fill(0);
+  }
 
   /// Row-major (C order) view over `data` with the given extents.
   tensor_view(T* data, const extents_type& extents) noexcept : data_(data), extents_(extents) {
@@ -106,7 +109,9 @@ class tensor_view {
   extents_type strides_;
 };
 
-template <class T> using vector_view = tensor_view<T, 1>;
-template <class T> using matrix_view = tensor_view<T, 2>;
+template <class T>
+using vector_view = tensor_view<T, 1>;
+template <class T>
+using matrix_view = tensor_view<T, 2>;
 
 }  // namespace mnemo

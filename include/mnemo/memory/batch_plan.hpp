@@ -46,7 +46,8 @@ result<planned_batch> plan_batch(Memory& m, const validated_batch& vb, std::uint
     for (std::uint32_t j = 0; j < u.n_tokens(); ++j) s[j] = u.set_of(j);
     pb.sets.push_back(std::move(s));
   }
-  for (std::size_t i = 0; i < pb.ubatches.size(); ++i) pb.tokens.push_back({pb.ubatches[i].pos, pb.sets[i]});
+  for (std::size_t i = 0; i < pb.ubatches.size(); ++i)
+    pb.tokens.push_back({pb.ubatches[i].pos, pb.sets[i]});
   MNEMO_RETURN_IF_ERROR(m.prepare(pb.tokens));
   return pb;
 }

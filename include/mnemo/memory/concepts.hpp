@@ -20,15 +20,15 @@ concept sequence_memory = requires(M m, const M cm, seq_id s, pos_t p, bool b, s
   { m.seq_keep(s) } -> std::same_as<status>;
   { m.seq_add(s, p, p, p) } -> std::same_as<status>;
   { m.seq_div(s, p, p, 2) } -> std::same_as<status>;
-  { m.clear(b) };
+  {m.clear(b)};
   { cm.seq_pos_min(s) } -> std::same_as<pos_t>;
   { cm.seq_pos_max(s) } -> std::same_as<pos_t>;
   { cm.can_shift() } -> std::same_as<bool>;
   { m.update() } -> std::same_as<status>;
   { m.prepare(ubs) } -> std::same_as<status>;
   { m.apply(u, ub) } -> std::same_as<status>;
-  { m.commit() };
-  { m.rollback() };
+  {m.commit()};
+  {m.rollback()};
   { cm.report() } -> std::same_as<memory_report>;
 };
 

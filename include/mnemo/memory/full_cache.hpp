@@ -24,8 +24,8 @@ namespace mnemo::memory {
 
 struct full_cache_config {
   kv_shape shape;
-  std::size_t size = 0;        // cells
-  seq_id n_seq_max = 1;        // sequence ids live in [0, n_seq_max), at most 256
+  std::size_t size = 0;         // cells
+  seq_id n_seq_max = 1;         // sequence ids live in [0, n_seq_max), at most 256
   attention::rope_config rope;  // how cached keys were rotated (for K-shift)
   bool shift_supported = true;  // false for M-RoPE-like models: seq_add/div are refused
 };
@@ -38,8 +38,8 @@ class full_cache {
 
   static result<full_cache> make(const full_cache_config& cfg) {
     if (cfg.n_seq_max < 1 || cfg.n_seq_max > k_max_seq)
-      return make_status(status_code::invalid_argument, "full cache: n_seq_max %d is outside [1, %d]",
-                         cfg.n_seq_max, k_max_seq);
+      return make_status(status_code::invalid_argument,
+                         "full cache: n_seq_max %d is outside [1, %d]", cfg.n_seq_max, k_max_seq);
     MNEMO_RETURN_IF_ERROR(cfg.rope.validate(cfg.shape.d_k));
     full_cache c;
     c.cfg_ = cfg;
@@ -114,8 +114,8 @@ class full_cache {
   /// the others keep their positions (D-18); no_space when there is no room for
   /// the copies (nothing changed). The keys are re-rotated by update().
   status seq_add(seq_id s, pos_t p0, pos_t p1, pos_t delta) {
-    return shift_positions(s, p0, p1, "seq_add", [delta](pos_t p) { return p + delta; },
-                           delta == 0);
+    return shift_positions(
+        s, p0, p1, "seq_add", [delta](pos_t p) { return p + delta; }, delta == 0);
   }
 
   /// Divides the positions of s in [p0, p1) by d (integer division); the pending
@@ -123,7 +123,8 @@ class full_cache {
   status seq_div(seq_id s, pos_t p0, pos_t p1, int d) {
     if (d <= 0)
       return make_status(status_code::invalid_argument, "seq_div: divisor %d must be > 0", d);
-    return shift_positions(s, p0, p1, "seq_div", [d](pos_t p) { return p / d; }, d == 1);
+    return shift_positions(
+        s, p0, p1, "seq_div", [d](pos_t p) { return p / d; }, d == 1);
   }
 
   /// Frees every cell; with `data` the K/V bytes are zeroed too.
@@ -171,9 +172,9 @@ class full_cache {
           slots.push_back(static_cast<std::uint32_t>(i));
       }
       if (slots.size() < n)
-        return fail_plan(make_status(status_code::no_space,
-                                     "no room for micro-batch %zu: %zu tokens, %zu free cells of %zu",
-                                     u, n, slots.size(), cells_.size()));
+        return fail_plan(make_status(
+            status_code::no_space, "no room for micro-batch %zu: %zu tokens, %zu free cells of %zu",
+            u, n, slots.size(), cells_.size()));
       if (!taken.empty())
         for (auto i : slots) taken[i] = 1;
       used += n;
@@ -210,7 +211,8 @@ class full_cache {
   /// Stores the K and V rows of the j-th token of micro-batch u for one layer.
   /// k: [n_head_kv, d_k] f32, v: [n_head_kv, d_v] f32.
   template <class Isa = simd::native>
-  void write_kv(std::size_t layer, std::size_t u, std::size_t j, const float* k, const float* v) noexcept {
+  void write_kv(std::size_t layer, std::size_t u, std::size_t j, const float* k,
+                const float* v) noexcept {
     const std::size_t c = plan_[u][j];
     const auto& sh = cfg_.shape;
     dtype::row_kernels<Isa>::encode(k, kv_.k(layer, c), sh.n_head_kv * sh.d_k);
@@ -303,8 +305,8 @@ class full_cache {
   status check_tokens(const char* op, std::size_t u, const ubatch_tokens& ub) const {
     if (ub.seqs.size() != ub.pos.size())
       return make_status(status_code::invalid_argument,
-                         "%s: micro-batch %zu has %zu positions but %zu sequence sets",
-                         op, u, ub.pos.size(), ub.seqs.size());
+                         "%s: micro-batch %zu has %zu positions but %zu sequence sets", op, u,
+                         ub.pos.size(), ub.seqs.size());
     seq_set allowed;
     for (seq_id s = 0; s < cfg_.n_seq_max; ++s) allowed.insert(s);
     for (std::size_t j = 0; j < ub.size(); ++j) {

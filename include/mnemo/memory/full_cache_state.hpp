@@ -46,13 +46,16 @@ status state_write(full_cache<KE, VE>& c, seq_id s, std::vector<std::uint8_t>& o
   const cell_array& cells = c.cells();
   std::vector<std::uint32_t> picked;
   for (std::size_t i = 0; i < cells.size(); ++i)
-    if (!cells.empty(i) && (s < 0 || cells.owners(i).contains(s))) picked.push_back(static_cast<std::uint32_t>(i));
+    if (!cells.empty(i) && (s < 0 || cells.owners(i).contains(s)))
+      picked.push_back(static_cast<std::uint32_t>(i));
   const auto& kv = c.storage();
   std::size_t owner_ids = 0;
-  for (std::uint32_t i : picked) owner_ids += s >= 0 ? 1 : static_cast<std::size_t>(cells.owners(i).count());
-  state_builder b(out, detail::full_cache_header(c, s),
-                  4 + picked.size() * 8 + owner_ids * 4 +
-                      c.config().shape.n_layer * picked.size() * (kv.k_row_bytes() + kv.v_row_bytes()));
+  for (std::uint32_t i : picked)
+    owner_ids += s >= 0 ? 1 : static_cast<std::size_t>(cells.owners(i).count());
+  state_builder b(
+      out, detail::full_cache_header(c, s),
+      4 + picked.size() * 8 + owner_ids * 4 +
+          c.config().shape.n_layer * picked.size() * (kv.k_row_bytes() + kv.v_row_bytes()));
   byte_writer& w = b.payload();
   w.put(static_cast<std::uint32_t>(picked.size()));
   for (std::uint32_t i : picked) {
@@ -90,18 +93,20 @@ template <class KE, class VE>
 status state_read(full_cache<KE, VE>& c, std::span<const std::uint8_t> data, seq_id dest = -1) {
   const auto& cfg = c.config();
   MNEMO_RETURN_IF_ERROR(check_seq(dest, cfg.n_seq_max, "state_read", true));
-  if (c.in_batch()) return make_status(status_code::invalid_argument, "state_read: a batch is being applied");
+  if (c.in_batch())
+    return make_status(status_code::invalid_argument, "state_read: a batch is being applied");
   std::int32_t src = 0;
   MNEMO_ASSIGN_OR_RETURN(auto payload, open_state(data, detail::full_cache_header(c, -1), src));
   if ((dest < 0) != (src < 0))
-    return make_status(status_code::invalid_argument,
-                       "state_read: a %s state cannot be loaded into %s",
-                       src < 0 ? "whole-cache" : "per-sequence", dest < 0 ? "the whole cache" : "a sequence");
+    return make_status(
+        status_code::invalid_argument, "state_read: a %s state cannot be loaded into %s",
+        src < 0 ? "whole-cache" : "per-sequence", dest < 0 ? "the whole cache" : "a sequence");
   byte_reader r(payload);
   std::uint32_t n = 0;
   r.get(n);
   if (!r.ok() || n > c.size())
-    return make_status(status_code::corrupt_data, "state_read: %u cells do not fit %zu", n, c.size());
+    return make_status(status_code::corrupt_data, "state_read: %u cells do not fit %zu", n,
+                       c.size());
   std::vector<pos_t> pos(n);
   std::vector<seq_set> owners(n);
   for (std::uint32_t i = 0; i < n; ++i) {
@@ -126,8 +131,9 @@ status state_read(full_cache<KE, VE>& c, std::span<const std::uint8_t> data, seq
   const std::size_t rows_bytes = cfg.shape.n_layer * n * (kv.k_row_bytes() + kv.v_row_bytes());
   const std::uint8_t* rows = r.get_bytes(rows_bytes);
   if (rows == nullptr || r.remaining() != 0)
-    return make_status(status_code::corrupt_data, "state_read: K/V data of %zu bytes expected, %zu present",
-                       rows_bytes, r.remaining() + (rows ? rows_bytes : 0));
+    return make_status(status_code::corrupt_data,
+                       "state_read: K/V data of %zu bytes expected, %zu present", rows_bytes,
+                       r.remaining() + (rows ? rows_bytes : 0));
 
   // Where the cells go: densely from 0 (whole), or free cells plus dest's own.
   std::vector<std::size_t> slots;
@@ -138,7 +144,8 @@ status state_read(full_cache<KE, VE>& c, std::span<const std::uint8_t> data, seq
     for (std::size_t i = 0; i < cells.size() && slots.size() < n; ++i)
       if (cells.empty(i) || cells.owners(i) == seq_set::of(dest)) slots.push_back(i);
     if (slots.size() < n)
-      return make_status(status_code::no_space, "state_read: %u cells needed, %zu available", n, slots.size());
+      return make_status(status_code::no_space, "state_read: %u cells needed, %zu available", n,
+                         slots.size());
   }
   // Past this point nothing can fail.
   if (dest < 0) {
@@ -151,8 +158,10 @@ status state_read(full_cache<KE, VE>& c, std::span<const std::uint8_t> data, seq
   for (std::uint32_t i = 0; i < n; ++i) mc.occupy(slots[i], pos[i], owners[i]);
   const std::uint8_t* p = rows;
   for (std::size_t l = 0; l < cfg.shape.n_layer; ++l) {
-    for (std::uint32_t i = 0; i < n; ++i, p += kv.k_row_bytes()) std::memcpy(mkv.k(l, slots[i]), p, kv.k_row_bytes());
-    for (std::uint32_t i = 0; i < n; ++i, p += kv.v_row_bytes()) std::memcpy(mkv.v(l, slots[i]), p, kv.v_row_bytes());
+    for (std::uint32_t i = 0; i < n; ++i, p += kv.k_row_bytes())
+      std::memcpy(mkv.k(l, slots[i]), p, kv.k_row_bytes());
+    for (std::uint32_t i = 0; i < n; ++i, p += kv.v_row_bytes())
+      std::memcpy(mkv.v(l, slots[i]), p, kv.v_row_bytes());
   }
   c.reset_head();
   return {};

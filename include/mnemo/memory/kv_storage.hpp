@@ -54,12 +54,18 @@ class kv_storage {
   /// Bytes of one cell's K (V) row over all heads.
   std::size_t k_row_bytes() const noexcept { return k_row_ * sizeof(KE); }
   std::size_t v_row_bytes() const noexcept { return v_row_ * sizeof(VE); }
-  std::size_t bytes() const noexcept { return shape_.n_layer * size_ * (k_row_bytes() + v_row_bytes()); }
+  std::size_t bytes() const noexcept {
+    return shape_.n_layer * size_ * (k_row_bytes() + v_row_bytes());
+  }
 
   KE* k(std::size_t layer, std::size_t cell) noexcept { return k_[layer].data() + cell * k_row_; }
   VE* v(std::size_t layer, std::size_t cell) noexcept { return v_[layer].data() + cell * v_row_; }
-  const KE* k(std::size_t layer, std::size_t cell) const noexcept { return k_[layer].data() + cell * k_row_; }
-  const VE* v(std::size_t layer, std::size_t cell) const noexcept { return v_[layer].data() + cell * v_row_; }
+  const KE* k(std::size_t layer, std::size_t cell) const noexcept {
+    return k_[layer].data() + cell * k_row_;
+  }
+  const VE* v(std::size_t layer, std::size_t cell) const noexcept {
+    return v_[layer].data() + cell * v_row_;
+  }
 
   /// Copies every layer's K and V row of cell `from` to cell `to`.
   void copy_cell(std::size_t from, std::size_t to) noexcept {

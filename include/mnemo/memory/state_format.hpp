@@ -157,7 +157,8 @@ class state_builder {
     const std::uint64_t n = out_.size() - state_header::bytes;
     std::memcpy(out_.data() + at_len, &n, 8);  // before the checksum, which covers it
     const std::span<const std::uint8_t> all(out_);
-    const std::uint64_t sum = checksum64(all.subspan(state_header::bytes), checksum64(all.first(at_sum)));
+    const std::uint64_t sum =
+        checksum64(all.subspan(state_header::bytes), checksum64(all.first(at_sum)));
     std::memcpy(out_.data() + at_sum, &sum, 8);
   }
 
@@ -181,7 +182,8 @@ inline result<std::span<const std::uint8_t>> open_state(std::span<const std::uin
   r.get(version);
   r.get(strategy);
   r.get(h.seq);
-  for (std::uint32_t* v : {&h.n_layer, &h.n_head_kv, &h.d_k, &h.d_v, &h.k_type, &h.v_type}) r.get(*v);
+  for (std::uint32_t* v : {&h.n_layer, &h.n_head_kv, &h.d_k, &h.d_v, &h.k_type, &h.v_type})
+    r.get(*v);
   r.get(layout);
   r.get(pad8);
   r.get(pad16);
@@ -192,8 +194,9 @@ inline result<std::span<const std::uint8_t>> open_state(std::span<const std::uin
   r.get(n_payload);
   r.get(sum);
   if (!r.ok())
-    return make_status(status_code::corrupt_data, "state: %zu bytes is shorter than the %zu-byte header",
-                       data.size(), state_header::bytes);
+    return make_status(status_code::corrupt_data,
+                       "state: %zu bytes is shorter than the %zu-byte header", data.size(),
+                       state_header::bytes);
   if (magic != k_state_magic)
     return make_status(status_code::corrupt_data, "state: not a mnemo state (magic 0x%08x)", magic);
   if (version != k_state_version)
@@ -221,7 +224,8 @@ inline result<std::span<const std::uint8_t>> open_state(std::span<const std::uin
   if (h.n_stream != expect.n_stream)
     return make_status(status_code::invalid_argument, "state: %u streams, this memory has %u",
                        h.n_stream, expect.n_stream);
-  if (pad8 != 0 || pad16 != 0) return make_status(status_code::corrupt_data, "state: bad header padding");
+  if (pad8 != 0 || pad16 != 0)
+    return make_status(status_code::corrupt_data, "state: bad header padding");
   if (n_payload != r.remaining())
     return make_status(status_code::corrupt_data,
                        "state: header announces %llu payload bytes, %zu are present",

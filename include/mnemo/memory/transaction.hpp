@@ -29,7 +29,8 @@ class transaction {
 
   /// Restores every saved cell in reverse order; returns the saved head.
   std::size_t undo(cell_array& cells) {
-    for (auto it = log_.rbegin(); it != log_.rend(); ++it) cells.restore(it->cell, it->pos, it->owners, it->shift);
+    for (auto it = log_.rbegin(); it != log_.rend(); ++it)
+      cells.restore(it->cell, it->pos, it->owners, it->shift);
     cells.set_has_shift(has_shift_);
     const std::size_t head = head_;
     reset();

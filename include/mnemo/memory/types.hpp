@@ -59,11 +59,12 @@ inline std::string memory_report::to_string() const {
   std::string s;
   char line[256];
   for (const auto& l : layers) {
-    std::snprintf(line, sizeof line, "layer %zu %s: K %s %zu B, V %s %zu B\n", l.index, l.kind.c_str(),
-                  l.k_type.c_str(), l.k_bytes, l.v_type.c_str(), l.v_bytes);
+    std::snprintf(line, sizeof line, "layer %zu %s: K %s %zu B, V %s %zu B\n", l.index,
+                  l.kind.c_str(), l.k_type.c_str(), l.k_bytes, l.v_type.c_str(), l.v_bytes);
     s += line;
   }
-  std::snprintf(line, sizeof line, "total %zu B, cells %zu used of %zu\n", total_bytes, cells_used, cells);
+  std::snprintf(line, sizeof line, "total %zu B, cells %zu used of %zu\n", total_bytes, cells_used,
+                cells);
   s += line;
   for (const auto& [seq, n] : cells_per_seq) {
     std::snprintf(line, sizeof line, "  seq %d: %zu cells\n", seq, n);

@@ -37,10 +37,11 @@ constexpr std::uint16_t f32_to_f16_bits(float f) noexcept {
   const std::uint32_t absx = x & 0x7fffffffu;
   if (absx >= 0x7f800000u) {  // inf or NaN
     const bool nan = absx > 0x7f800000u;
-    return static_cast<std::uint16_t>(sign | 0x7c00u | (nan ? (0x200u | ((absx >> 13) & 0x3ffu)) : 0u));
+    return static_cast<std::uint16_t>(sign | 0x7c00u |
+                                      (nan ? (0x200u | ((absx >> 13) & 0x3ffu)) : 0u));
   }
   if (absx >= 0x477ff000u) return static_cast<std::uint16_t>(sign | 0x7c00u);  // rounds to inf
-  if (absx < 0x38800000u) {  // result is subnormal or zero
+  if (absx < 0x38800000u) {               // result is subnormal or zero
     if (absx < 0x33000000u) return sign;  // below half the smallest subnormal
     const std::uint32_t exp = absx >> 23;
     const std::uint32_t mant = (absx & 0x7fffffu) | 0x800000u;
@@ -63,7 +64,8 @@ constexpr float bf16_bits_to_f32(std::uint16_t b) noexcept {
 
 constexpr std::uint16_t f32_to_bf16_bits(float f) noexcept {
   const std::uint32_t x = std::bit_cast<std::uint32_t>(f);
-  if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<std::uint16_t>((x >> 16) | 0x40u);  // quiet NaN
+  if ((x & 0x7fffffffu) > 0x7f800000u)
+    return static_cast<std::uint16_t>((x >> 16) | 0x40u);  // quiet NaN
   const std::uint32_t rounding = 0x7fffu + ((x >> 16) & 1u);
   return static_cast<std::uint16_t>((x + rounding) >> 16);
 }

@@ -30,8 +30,8 @@ struct neon {  // AArch64 Advanced SIMD
 };
 
 template <class T>
-concept isa_tag = std::same_as<T, scalar> || std::same_as<T, avx2> ||
-                  std::same_as<T, avx512> || std::same_as<T, neon>;
+concept isa_tag = std::same_as<T, scalar> || std::same_as<T, avx2> || std::same_as<T, avx512> ||
+    std::same_as<T, neon>;
 
 /// True when this build contains code for `Isa`: x86 ISAs on x86-64, NEON on AArch64,
 /// scalar everywhere. Whether the running CPU has it is `supported<Isa>()`.

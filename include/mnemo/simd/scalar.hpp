@@ -28,7 +28,9 @@ struct ops<scalar> {
   static MNEMO_INLINE vf load(const float* p) noexcept { return *p; }
   static MNEMO_INLINE void store(float* p, vf v) noexcept { *p = v; }
   /// The first n < lanes elements; the others read as zero / are not written.
-  static MNEMO_INLINE vf load_partial(const float* p, std::size_t n) noexcept { return n ? *p : 0.0f; }
+  static MNEMO_INLINE vf load_partial(const float* p, std::size_t n) noexcept {
+    return n ? *p : 0.0f;
+  }
   static MNEMO_INLINE void store_partial(float* p, vf v, std::size_t n) noexcept {
     if (n) *p = v;
   }

@@ -28,8 +28,7 @@
 #endif
 
 #define MNEMO_TARGET_FEATURES_AVX2 "avx2,fma,f16c,bmi,bmi2"
-#define MNEMO_TARGET_FEATURES_AVX512 \
-  "avx512f,avx512bw,avx512dq,avx512vl,avx2,fma,f16c,bmi,bmi2"
+#define MNEMO_TARGET_FEATURES_AVX512 "avx512f,avx512bw,avx512dq,avx512vl,avx2,fma,f16c,bmi,bmi2"
 
 // The scalar and NEON regions need no attributes (NEON is baseline on AArch64);
 // they exist so that every ISA's code reads the same way.
@@ -47,10 +46,10 @@
 // every place they are inlined. ISA kernel regions are wrapped in these so that
 // consumers building with -Werror are not broken by the compiler's noise.
 #if defined(MNEMO_COMPILER_GCC)
-#define MNEMO_BEGIN_ISA_WARNINGS                                   \
-  MNEMO_PRAGMA_(GCC diagnostic push)                               \
-  MNEMO_PRAGMA_(GCC diagnostic ignored "-Wuninitialized")          \
-  MNEMO_PRAGMA_(GCC diagnostic ignored "-Wmaybe-uninitialized")    \
+#define MNEMO_BEGIN_ISA_WARNINGS                                \
+  MNEMO_PRAGMA_(GCC diagnostic push)                            \
+  MNEMO_PRAGMA_(GCC diagnostic ignored "-Wuninitialized")       \
+  MNEMO_PRAGMA_(GCC diagnostic ignored "-Wmaybe-uninitialized") \
   MNEMO_PRAGMA_(GCC diagnostic ignored "-Warray-bounds")
 #define MNEMO_END_ISA_WARNINGS MNEMO_PRAGMA_(GCC diagnostic pop)
 #else

@@ -32,9 +32,9 @@ struct block_kernels<simd::scalar> {
   using isa = simd::scalar;
   using V = simd::ops<isa>;
   using rows = dtype::row_kernels<isa>;
-#include "mnemo/attention/detail/tile_math.inl"
 #include "mnemo/attention/detail/block_steps.inl"
 #include "mnemo/attention/detail/decode_steps.inl"
+#include "mnemo/attention/detail/tile_math.inl"
 };
 MNEMO_END_TARGET_SCALAR
 
@@ -47,9 +47,9 @@ struct block_kernels<simd::avx2> {
   using isa = simd::avx2;
   using V = simd::ops<isa>;
   using rows = dtype::row_kernels<isa>;
-#include "mnemo/attention/detail/tile_math.inl"
 #include "mnemo/attention/detail/block_steps.inl"
 #include "mnemo/attention/detail/decode_steps.inl"
+#include "mnemo/attention/detail/tile_math.inl"
 };
 MNEMO_END_TARGET
 
@@ -59,9 +59,9 @@ struct block_kernels<simd::avx512> {
   using isa = simd::avx512;
   using V = simd::ops<isa>;
   using rows = dtype::row_kernels<isa>;
-#include "mnemo/attention/detail/tile_math.inl"
 #include "mnemo/attention/detail/block_steps.inl"
 #include "mnemo/attention/detail/decode_steps.inl"
+#include "mnemo/attention/detail/tile_math.inl"
 };
 MNEMO_END_TARGET
 MNEMO_END_ISA_WARNINGS
@@ -72,9 +72,9 @@ struct block_kernels<simd::neon> {
   using isa = simd::neon;
   using V = simd::ops<isa>;
   using rows = dtype::row_kernels<isa>;
-#include "mnemo/attention/detail/tile_math.inl"
 #include "mnemo/attention/detail/block_steps.inl"
 #include "mnemo/attention/detail/decode_steps.inl"
+#include "mnemo/attention/detail/tile_math.inl"
 };
 MNEMO_END_TARGET_NEON
 #endif

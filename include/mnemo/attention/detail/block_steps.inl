@@ -26,9 +26,9 @@ static void gather_queries(const detail::call& c, const detail::item& it, float*
 /// listed in js. A tile holds one sequence, so ownership is tested once per cell,
 /// and a token whose causal/window interval covers the block's lowest and highest
 /// positions keeps the block whole without a test per pair.
-static std::size_t block_mask(const detail::call& c, const detail::tile& t,
-                              const kv_segment& seg, std::size_t j0, std::size_t nb,
-                              const detail::scratch& w, std::uint32_t* js) noexcept {
+static std::size_t block_mask(const detail::call& c, const detail::tile& t, const kv_segment& seg,
+                              std::size_t j0, std::size_t nb, const detail::scratch& w,
+                              std::uint32_t* js) noexcept {
   constexpr std::size_t Bc = detail::k_block_cells;
   const seq_id sq = c.q->seq[c.order[t.first]];
   std::uint8_t ok[Bc];
@@ -76,7 +76,8 @@ static void cap_and_mask(const detail::call& c, std::size_t ti, float* s, std::s
 template <class E>
 static const E* head_row(const void* base, std::size_t stride, std::size_t cell,
                          std::size_t head_offset) noexcept {
-  return reinterpret_cast<const E*>(static_cast<const std::byte*>(base) + cell * stride + head_offset);
+  return reinterpret_cast<const E*>(static_cast<const std::byte*>(base) + cell * stride +
+                                    head_offset);
 }
 
 /// Decode form: logits of the few rows of each token against the cells it keeps,
@@ -102,7 +103,8 @@ static void logits_dot_form(const detail::call& c, const detail::tile& t, const 
         const std::size_t G = g - h0 < 4 ? g - h0 : 4;
         dot_tile_any<RE>(G, C, q + (ti * g + h0) * dk, dk, ptr, dk, tmp);
         for (std::size_t h = 0; h < G; ++h)
-          for (std::size_t x = 0; x < C; ++x) w.s[(ti * g + h0 + h) * Bc + mine[c0 + x]] = tmp[h * 4 + x];
+          for (std::size_t x = 0; x < C; ++x)
+            w.s[(ti * g + h0 + h) * Bc + mine[c0 + x]] = tmp[h * 4 + x];
       }
     }
   }
@@ -124,7 +126,8 @@ static void block_logits(const detail::call& c, const detail::tile& t, std::size
     if constexpr (is_read_in_place<KE>) {
       if (dk % L == 0) {
         const KE* krow[Bc];
-        for (std::size_t x = 0; x < n_js; ++x) krow[js[x]] = head_row<KE>(seg.k, seg.k_stride, j0 + js[x], k_off);
+        for (std::size_t x = 0; x < n_js; ++x)
+          krow[js[x]] = head_row<KE>(seg.k, seg.k_stride, j0 + js[x], k_off);
         logits_dot_form<KE>(c, t, q, krow, w, js, n_js);
         read_in_place = true;
       }
@@ -174,7 +177,8 @@ static void block_values(const detail::call& c, std::size_t R, std::size_t hk,
   if (dv % L == 0) {
     if constexpr (is_read_in_place<VE>) {
       const VE* vrow[Bc];
-      for (std::size_t x = 0; x < n_js; ++x) vrow[x] = head_row<VE>(seg.v, seg.v_stride, j0 + js[x], v_off);
+      for (std::size_t x = 0; x < n_js; ++x)
+        vrow[x] = head_row<VE>(seg.v, seg.v_stride, j0 + js[x], v_off);
       pv_any<VE>(R, w.s, Bc, js, n_js, vrow, dv, o, dv);
       return;
     }
@@ -229,19 +233,20 @@ static void run_item(const detail::call& c, const detail::item& it,
   std::uint32_t js[Bc];
   for_each_block(c.streams[t.stream], it.cell_begin, it.cell_end,
                  [&](const kv_segment& seg, std::size_t j0, std::size_t nb, std::size_t) {
-    const std::size_t n_js = block_mask(c, t, seg, j0, nb, w, js);
-    if (n_js == 0) return;  // no K/V byte of this block is read
-    for (std::size_t h = 0; h < H; ++h) {
-      const std::size_t hk = it.head_begin + h;
-      float* o = w.o + h * R * dv;
-      block_logits<KE>(c, t, hk, w.q + h * R * dk, seg, j0, nb, w, js, n_js);
-      for (std::size_t r = 0; r < R; ++r) {
-        const float alpha = softmax_block(w.s + r * Bc, nb, w.m[h * R + r], w.l[h * R + r]);
-        if (alpha != 1.0f) scale_row(o + r * dv, dv, alpha);
-      }
-      block_values<VE>(c, R, hk, seg, j0, nb, w, js, n_js, o);
-    }
-  });
+                   const std::size_t n_js = block_mask(c, t, seg, j0, nb, w, js);
+                   if (n_js == 0) return;  // no K/V byte of this block is read
+                   for (std::size_t h = 0; h < H; ++h) {
+                     const std::size_t hk = it.head_begin + h;
+                     float* o = w.o + h * R * dv;
+                     block_logits<KE>(c, t, hk, w.q + h * R * dk, seg, j0, nb, w, js, n_js);
+                     for (std::size_t r = 0; r < R; ++r) {
+                       const float alpha =
+                           softmax_block(w.s + r * Bc, nb, w.m[h * R + r], w.l[h * R + r]);
+                       if (alpha != 1.0f) scale_row(o + r * dv, dv, alpha);
+                     }
+                     block_values<VE>(c, R, hk, seg, j0, nb, w, js, n_js, o);
+                   }
+                 });
 }
 
 /// Adds, for the item's heads and cells, sum over tile t's rows (that the sink
@@ -249,8 +254,8 @@ static void run_item(const detail::call& c, const detail::item& it,
 /// lse: [n_tokens, n_head] final log-sum-exp of every row.
 template <class KE, class Sink>
 static void export_mass(const detail::call& c, const detail::tile& t, const detail::item& it,
-                        const detail::scratch& w, const float* lse, const Sink& sink,
-                        float* mass, std::size_t n_cells) noexcept {
+                        const detail::scratch& w, const float* lse, const Sink& sink, float* mass,
+                        std::size_t n_cells) noexcept {
   constexpr std::size_t Bc = detail::k_block_cells;
   const std::size_t g = c.sh.group(), dk = c.sh.d_k, R = t.count * g;
   detail::item mine = it;
@@ -259,22 +264,24 @@ static void export_mass(const detail::call& c, const detail::tile& t, const deta
   std::uint32_t js[Bc];
   for_each_block(c.streams[t.stream], it.cell_begin, it.cell_end,
                  [&](const kv_segment& seg, std::size_t j0, std::size_t nb, std::size_t cell0) {
-    const std::size_t n_js = block_mask(c, t, seg, j0, nb, w, js);
-    if (n_js == 0) return;
-    for (std::size_t hk = it.head_begin; hk < it.head_end; ++hk) {
-      block_logits<KE>(c, t, hk, w.q + (hk - it.head_begin) * R * dk, seg, j0, nb, w, js, n_js);
-      float* m = mass + hk * n_cells + cell0;
-      for (std::size_t ti = 0; ti < t.count; ++ti) {
-        const std::size_t tok = c.order[t.first + ti];
-        if (!sink.row_contributes(tok)) continue;
-        for (std::size_t hh = 0; hh < g; ++hh) {
-          const float row_lse = lse[tok * c.sh.n_head + hk * g + hh];
-          if (row_lse == -__builtin_inff()) continue;
-          const float* s = w.s + (ti * g + hh) * Bc;
-          for (std::size_t x = 0; x < n_js; ++x)
-            if (s[js[x]] != -__builtin_inff()) m[js[x]] += std::exp(s[js[x]] - row_lse);
-        }
-      }
-    }
-  });
+                   const std::size_t n_js = block_mask(c, t, seg, j0, nb, w, js);
+                   if (n_js == 0) return;
+                   for (std::size_t hk = it.head_begin; hk < it.head_end; ++hk) {
+                     block_logits<KE>(c, t, hk, w.q + (hk - it.head_begin) * R * dk, seg, j0, nb, w,
+                                      js, n_js);
+                     float* m = mass + hk * n_cells + cell0;
+                     for (std::size_t ti = 0; ti < t.count; ++ti) {
+                       const std::size_t tok = c.order[t.first + ti];
+                       if (!sink.row_contributes(tok)) continue;
+                       for (std::size_t hh = 0; hh < g; ++hh) {
+                         const float row_lse = lse[tok * c.sh.n_head + hk * g + hh];
+                         if (row_lse == -__builtin_inff()) continue;
+                         const float* s = w.s + (ti * g + hh) * Bc;
+                         for (std::size_t x = 0; x < n_js; ++x)
+                           if (s[js[x]] != -__builtin_inff())
+                             m[js[x]] += std::exp(s[js[x]] - row_lse);
+                       }
+                     }
+                   }
+                 });
 }

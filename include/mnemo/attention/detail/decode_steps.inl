@@ -25,7 +25,8 @@ static MNEMO_INLINE void cell_tile(const float* qp, std::size_t dk, const RE* k,
     for (std::size_t h = 0; h < HH; ++h) {
       const vf kv = load_row(k + h * k_head, i);
 #pragma GCC unroll 4
-      for (std::size_t r = 0; r < RR; ++r) acc[h][r] = V::fma(V::load(qp + (h * RR + r) * L), kv, acc[h][r]);
+      for (std::size_t r = 0; r < RR; ++r)
+        acc[h][r] = V::fma(V::load(qp + (h * RR + r) * L), kv, acc[h][r]);
     }
   }
   float tmp[4];
@@ -57,7 +58,8 @@ static MNEMO_INLINE void cell_tile_r(std::size_t RR, const float* qp, std::size_
 /// Calls fn(h0, HH, r0, RR, packed offset) for the (<= 4 heads) x (<= 4 rows) tiles
 /// of H heads x R rows, in the order pack_queries lays them out.
 template <class Fn>
-static MNEMO_INLINE void for_each_query_tile(std::size_t H, std::size_t R, std::size_t dk, Fn&& fn) {
+static MNEMO_INLINE void for_each_query_tile(std::size_t H, std::size_t R, std::size_t dk,
+                                             Fn&& fn) {
   std::size_t off = 0;
   for (std::size_t h0 = 0; h0 < H; h0 += 4) {
     const std::size_t HH = H - h0 < 4 ? H - h0 : 4;
@@ -70,41 +72,44 @@ static MNEMO_INLINE void for_each_query_tile(std::size_t H, std::size_t R, std::
 }
 
 /// qp = q [H, R, d_k] packed tile by tile as [d_k / L][HH][RR][L] for cell_tile.
-static void pack_queries(const float* q, std::size_t H, std::size_t R, std::size_t dk, float* qp) noexcept {
-  for_each_query_tile(H, R, dk, [&](std::size_t h0, std::size_t HH, std::size_t r0, std::size_t RR,
-                                    std::size_t off) {
-    float* t = qp + off;
-    for (std::size_t i = 0; i < dk; i += L)
-      for (std::size_t h = 0; h < HH; ++h)
-        for (std::size_t r = 0; r < RR; ++r, t += L)
-          for (std::size_t x = 0; x < L; ++x) t[x] = q[((h0 + h) * R + r0 + r) * dk + i + x];
-  });
+static void pack_queries(const float* q, std::size_t H, std::size_t R, std::size_t dk,
+                         float* qp) noexcept {
+  for_each_query_tile(
+      H, R, dk,
+      [&](std::size_t h0, std::size_t HH, std::size_t r0, std::size_t RR, std::size_t off) {
+        float* t = qp + off;
+        for (std::size_t i = 0; i < dk; i += L)
+          for (std::size_t h = 0; h < HH; ++h)
+            for (std::size_t r = 0; r < RR; ++r, t += L)
+              for (std::size_t x = 0; x < L; ++x) t[x] = q[((h0 + h) * R + r0 + r) * dk + i + x];
+      });
 }
 
 /// w.s[(h * R + r) * Bc + j] = q[h, r] . k_h for the H heads of one cell row k and
 /// the R rows of each head (qp: pack_queries of [H, R, d_k]).
 template <class RE>
-static void cell_logits(const float* qp, std::size_t H, std::size_t R, std::size_t dk,
-                        const RE* k, std::size_t k_head, float* s, std::size_t j) noexcept {
+static void cell_logits(const float* qp, std::size_t H, std::size_t R, std::size_t dk, const RE* k,
+                        std::size_t k_head, float* s, std::size_t j) noexcept {
   constexpr std::size_t Bc = detail::k_block_cells;
-  for_each_query_tile(H, R, dk, [&](std::size_t h0, std::size_t HH, std::size_t r0, std::size_t RR,
-                                    std::size_t off) {
-    const RE* kt = k + h0 * k_head;
-    float* st = s + (h0 * R + r0) * Bc + j;
-    switch (HH) {
-      case 1: cell_tile_r<RE, 1>(RR, qp + off, dk, kt, k_head, st, R * Bc, Bc); break;
-      case 2: cell_tile_r<RE, 2>(RR, qp + off, dk, kt, k_head, st, R * Bc, Bc); break;
-      case 3: cell_tile_r<RE, 3>(RR, qp + off, dk, kt, k_head, st, R * Bc, Bc); break;
-      default: cell_tile_r<RE, 4>(RR, qp + off, dk, kt, k_head, st, R * Bc, Bc); break;
-    }
-  });
+  for_each_query_tile(
+      H, R, dk,
+      [&](std::size_t h0, std::size_t HH, std::size_t r0, std::size_t RR, std::size_t off) {
+        const RE* kt = k + h0 * k_head;
+        float* st = s + (h0 * R + r0) * Bc + j;
+        switch (HH) {
+          case 1: cell_tile_r<RE, 1>(RR, qp + off, dk, kt, k_head, st, R * Bc, Bc); break;
+          case 2: cell_tile_r<RE, 2>(RR, qp + off, dk, kt, k_head, st, R * Bc, Bc); break;
+          case 3: cell_tile_r<RE, 3>(RR, qp + off, dk, kt, k_head, st, R * Bc, Bc); break;
+          default: cell_tile_r<RE, 4>(RR, qp + off, dk, kt, k_head, st, R * Bc, Bc); break;
+        }
+      });
 }
 
 /// o[h, r] += p[h, r, j] * v_h for the H heads of one cell row v and the R rows of
 /// each head (o: [H, R, d_v]); each V vector is loaded once for the R rows.
 template <class RE>
-static void cell_values(const float* s, std::size_t H, std::size_t R, std::size_t dv,
-                        const RE* v, std::size_t v_head, float* o, std::size_t j) noexcept {
+static void cell_values(const float* s, std::size_t H, std::size_t R, std::size_t dv, const RE* v,
+                        std::size_t v_head, float* o, std::size_t j) noexcept {
   constexpr std::size_t Bc = detail::k_block_cells;
   for (std::size_t h = 0; h < H; ++h) {
     const RE* vh = v + h * v_head;
@@ -157,40 +162,44 @@ static void run_decode_item(const detail::call& c, const detail::item& it,
     w.l[r] = 0.0f;
   }
   std::uint32_t js[Bc];
-  for_each_block(c.streams[t.stream], it.cell_begin, it.cell_end,
-                 [&](const kv_segment& seg, std::size_t j0, std::size_t nb, std::size_t) {
-    const std::size_t n_js = block_mask(c, t, seg, j0, nb, w, js);
-    if (n_js == 0) return;  // no K/V byte of this block is read
-    for (std::size_t x = 0; x < n_js; ++x) {
-      const auto k = cell_row<KE>(seg.k, seg.k_stride, j0 + js[x], h0 * c.k_head_bytes, H * dk, w.kf);
-      if constexpr (is_read_in_place<VE>)  // V of this cell into L2, in address order
-        prefetch_l2(head_row<VE>(seg.v, seg.v_stride, j0 + js[x], h0 * c.v_head_bytes), H * c.v_head_bytes);
-      cell_logits(w.qp, H, R, dk, k, dk, w.s, js[x]);
-    }
-    // Mask, soft-cap and the online softmax of every (head, row).
-    for (std::size_t h = 0; h < H; ++h)
-      for (std::size_t ti = 0; ti < t.count; ++ti)
-        for (std::size_t hh = 0; hh < g; ++hh) {
-          const std::size_t r = h * R + ti * g + hh;
-          float* s = w.s + r * Bc;
-          cap_and_mask(c, ti, s, nb, w);
-          const float alpha = softmax_block(s, nb, w.m[r], w.l[r]);
-          if (alpha != 1.0f) scale_row(w.o + r * dv, dv, alpha);
+  for_each_block(
+      c.streams[t.stream], it.cell_begin, it.cell_end,
+      [&](const kv_segment& seg, std::size_t j0, std::size_t nb, std::size_t) {
+        const std::size_t n_js = block_mask(c, t, seg, j0, nb, w, js);
+        if (n_js == 0) return;  // no K/V byte of this block is read
+        for (std::size_t x = 0; x < n_js; ++x) {
+          const auto k =
+              cell_row<KE>(seg.k, seg.k_stride, j0 + js[x], h0 * c.k_head_bytes, H * dk, w.kf);
+          if constexpr (is_read_in_place<VE>)  // V of this cell into L2, in address order
+            prefetch_l2(head_row<VE>(seg.v, seg.v_stride, j0 + js[x], h0 * c.v_head_bytes),
+                        H * c.v_head_bytes);
+          cell_logits(w.qp, H, R, dk, k, dk, w.s, js[x]);
         }
-    if constexpr (is_read_in_place<VE>) {
-      // V rows are in L2 by now, so any order streams: one head at a time with the
-      // output rows in registers across all the block's cells.
-      const VE* vrow[Bc];
-      for (std::size_t h = 0; h < H; ++h) {
-        for (std::size_t x = 0; x < n_js; ++x)
-          vrow[x] = head_row<VE>(seg.v, seg.v_stride, j0 + js[x], (h0 + h) * c.v_head_bytes);
-        pv_any<VE>(R, w.s + h * R * Bc, Bc, js, n_js, vrow, dv, w.o + h * R * dv, dv);
-      }
-    } else {
-      for (std::size_t x = 0; x < n_js; ++x) {
-        const auto v = cell_row<VE>(seg.v, seg.v_stride, j0 + js[x], h0 * c.v_head_bytes, H * dv, w.vf);
-        cell_values(w.s, H, R, dv, v, dv, w.o, js[x]);
-      }
-    }
-  });
+        // Mask, soft-cap and the online softmax of every (head, row).
+        for (std::size_t h = 0; h < H; ++h)
+          for (std::size_t ti = 0; ti < t.count; ++ti)
+            for (std::size_t hh = 0; hh < g; ++hh) {
+              const std::size_t r = h * R + ti * g + hh;
+              float* s = w.s + r * Bc;
+              cap_and_mask(c, ti, s, nb, w);
+              const float alpha = softmax_block(s, nb, w.m[r], w.l[r]);
+              if (alpha != 1.0f) scale_row(w.o + r * dv, dv, alpha);
+            }
+        if constexpr (is_read_in_place<VE>) {
+          // V rows are in L2 by now, so any order streams: one head at a time with the
+          // output rows in registers across all the block's cells.
+          const VE* vrow[Bc];
+          for (std::size_t h = 0; h < H; ++h) {
+            for (std::size_t x = 0; x < n_js; ++x)
+              vrow[x] = head_row<VE>(seg.v, seg.v_stride, j0 + js[x], (h0 + h) * c.v_head_bytes);
+            pv_any<VE>(R, w.s + h * R * Bc, Bc, js, n_js, vrow, dv, w.o + h * R * dv, dv);
+          }
+        } else {
+          for (std::size_t x = 0; x < n_js; ++x) {
+            const auto v =
+                cell_row<VE>(seg.v, seg.v_stride, j0 + js[x], h0 * c.v_head_bytes, H * dv, w.vf);
+            cell_values(w.s, H, R, dv, v, dv, w.o, js[x]);
+          }
+        }
+      });
 }

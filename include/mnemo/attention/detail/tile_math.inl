@@ -34,9 +34,8 @@ static MNEMO_INLINE void gemm_tile(std::size_t K, const float* A, std::size_t ld
 }
 
 /// One column strip of width < NV*L (and possibly not a multiple of L), row by row.
-static void gemm_strip(std::size_t M, std::size_t N, std::size_t K, const float* A,
-                       std::size_t lda, const float* B, std::size_t ldb, float* C,
-                       std::size_t ldc) noexcept {
+static void gemm_strip(std::size_t M, std::size_t N, std::size_t K, const float* A, std::size_t lda,
+                       const float* B, std::size_t ldb, float* C, std::size_t ldc) noexcept {
   for (std::size_t r = 0; r < M; ++r) {
     for (std::size_t n0 = 0; n0 < N; n0 += L) {
       const std::size_t w = N - n0 < L ? N - n0 : L;
@@ -67,9 +66,8 @@ static MNEMO_INLINE void gemm_rows(std::size_t N, std::size_t K, const float* A,
 }
 
 /// C[M, N] += A[M, K] . B[K, N], all f32, row-major.
-static void gemm_acc(std::size_t M, std::size_t N, std::size_t K, const float* A,
-                     std::size_t lda, const float* B, std::size_t ldb, float* C,
-                     std::size_t ldc) noexcept {
+static void gemm_acc(std::size_t M, std::size_t N, std::size_t K, const float* A, std::size_t lda,
+                     const float* B, std::size_t ldb, float* C, std::size_t ldc) noexcept {
   std::size_t r = 0;
   for (; r + gemm_mr <= M; r += gemm_mr)
     gemm_rows<gemm_mr>(N, K, A + r * lda, lda, B, ldb, C + r * ldc, ldc);
@@ -293,4 +291,3 @@ static void transpose(const float* src, std::size_t rows, std::size_t cols, floa
         for (std::size_t j = j0; j < je; ++j) dst[i * rows + j] = src[j * cols + i];
     }
 }
-

@@ -42,9 +42,8 @@ status validate_call(const shape& sh, const params& p, const query_batch& q,
                          "attention: token %zu has sequence id %d outside [0, %d)", t, q.seq[t],
                          k_max_seq);
     if (q.stream != nullptr && q.stream[t] >= streams.size())
-      return make_status(status_code::out_of_range,
-                         "attention: token %zu names stream %u of %zu", t, q.stream[t],
-                         streams.size());
+      return make_status(status_code::out_of_range, "attention: token %zu names stream %u of %zu",
+                         t, q.stream[t], streams.size());
   }
   if constexpr (Sink::enabled) {
     if (!sink.mass.empty() && sink.mass.size() != streams.size())
