@@ -39,6 +39,7 @@ class workspace {
   std::vector<detail::tile> tiles;
   std::vector<detail::item> items;
   std::vector<std::size_t> partial_offset;
+  std::vector<std::size_t> first_item;  // first item of each (tile, heads) group
 
  private:
   template <class T>
@@ -227,7 +228,8 @@ status attend(const shape& sh, const params& p, const query_batch& q,
   if (split) {
     // The chunks of one (tile, heads) are consecutive items, in cell order: merge
     // them in that order, so results do not depend on the thread count's timing.
-    std::vector<std::size_t> first_item;
+    auto& first_item = ws.first_item;
+    first_item.clear();
     for (std::size_t i = 0; i < ws.items.size(); ++i)
       if (i == 0 || ws.items[i].t != ws.items[i - 1].t ||
           ws.items[i].head_begin != ws.items[i - 1].head_begin)
