@@ -8,4 +8,6 @@
 #include "mnemo/batch/validate.hpp"
 #include "mnemo/dtype/dtype.hpp"
 #include "mnemo/memory/memory.hpp"
+#include "mnemo/model/gguf.hpp"
+#include "mnemo/model/gguf_writer.hpp"
 #include "mnemo/simd/simd.hpp"

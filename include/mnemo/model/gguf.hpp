@@ -1,0 +1,176 @@
+// gguf_file: a GGUF v2/v3 model file, memory-mapped read-only and checked once at open.
+// Metadata and tensors are views into the mapping; no tensor byte is copied.
+//
+//   MNEMO_ASSIGN_OR_RETURN(auto f, model::gguf_file::open("model.gguf"));
+//   MNEMO_ASSIGN_OR_RETURN(std::uint32_t n_layer, f.get_u32("llama.block_count"));
+//   const model::gguf_tensor* wq = f.find_tensor("blk.0.attn_q.weight");
+//
+// What open() checks, and the limits, are listed in docs/gguf.md. A file that passes
+// can be walked without bounds checks: every string, array and tensor range lies in it.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "mnemo/base/result.hpp"
+#include "mnemo/base/status.hpp"
+#include "mnemo/model/gguf_metadata.hpp"
+#include "mnemo/model/gguf_tensor.hpp"
+#include "mnemo/model/gguf_types.hpp"
+
+#define MNEMO_MODEL_GGUF_DETAIL_OK_ 1
+#include "mnemo/model/detail/gguf_mapping.hpp"
+#include "mnemo/model/detail/gguf_parse.hpp"
+#undef MNEMO_MODEL_GGUF_DETAIL_OK_
+
+namespace mnemo::model {
+
+class gguf_file {
+ public:
+  /// Maps `path` and parses it. io_error when the file cannot be opened or mapped;
+  /// corrupt_data / unsupported (with the key or tensor and the byte offset) when it is
+  /// not a GGUF file this reader accepts.
+  /// @note The mapping is MAP_PRIVATE and read-only; truncating the file on disk while it
+  /// is mapped makes later reads fault (SIGBUS), as with any mapped file.
+  static result<gguf_file> open(const std::string& path, const gguf_limits& limits = {}) {
+    MNEMO_ASSIGN_OR_RETURN(detail::file_mapping m, detail::file_mapping::map(path));
+    const std::span<const std::byte> bytes = m.bytes();
+    gguf_file f;
+    f.mapping_ = std::move(m);
+    MNEMO_RETURN_IF_ERROR(f.parse(bytes, limits).with_context(path));
+    return f;
+  }
+
+  /// Parses bytes the caller owns and keeps alive (and unchanged) for the life of the
+  /// result; nothing is copied. Tensor data is aligned only as far as `bytes` is.
+  static result<gguf_file> from_bytes(std::span<const std::byte> bytes,
+                                      const gguf_limits& limits = {}) {
+    gguf_file f;
+    MNEMO_RETURN_IF_ERROR(f.parse(bytes, limits));
+    return f;
+  }
+
+  /// A temporary buffer would dangle: use from_owned_bytes to hand it over.
+  static result<gguf_file> from_bytes(std::vector<std::byte>&&, const gguf_limits& = {}) = delete;
+
+  /// Parses bytes the file then owns (e.g. gguf_writer output). Tensor data is aligned
+  /// only as far as the vector's storage is (operator new: 16 bytes).
+  static result<gguf_file> from_owned_bytes(std::vector<std::byte> bytes,
+                                            const gguf_limits& limits = {}) {
+    gguf_file f;
+    f.owned_ = std::move(bytes);  // the heap block does not move with the file
+    MNEMO_RETURN_IF_ERROR(f.parse(f.owned_, limits));
+    return f;
+  }
+
+  gguf_file(gguf_file&&) noexcept = default;
+  gguf_file& operator=(gguf_file&&) noexcept = default;
+  gguf_file(const gguf_file&) = delete;
+  gguf_file& operator=(const gguf_file&) = delete;
+  ~gguf_file() = default;
+
+  /// 2 or 3.
+  std::uint32_t version() const noexcept { return c_.version; }
+  /// `general.alignment`, or 32.
+  std::uint32_t alignment() const noexcept { return c_.alignment; }
+  /// Where the data section starts (a multiple of alignment()).
+  std::size_t data_offset() const noexcept { return c_.data_offset; }
+  /// The whole file.
+  std::span<const std::byte> bytes() const noexcept { return bytes_; }
+
+  // --- metadata ---
+
+  /// Every entry, in file order.
+  std::span<const gguf_kv> metadata() const noexcept { return c_.metadata; }
+
+  /// The entry for `key`, or nullptr. O(log n).
+  const gguf_kv* find(std::string_view key) const noexcept {
+    const auto& m = c_.metadata;
+    auto it = std::lower_bound(c_.metadata_by_key.begin(), c_.metadata_by_key.end(), key,
+                               [&](std::uint32_t i, std::string_view k) { return m[i].key() < k; });
+    if (it == c_.metadata_by_key.end() || m[*it].key() != key) return nullptr;
+    return &m[*it];
+  }
+
+  /// The entry for `key`, or not_found.
+  result<const gguf_kv*> require(std::string_view key) const {
+    if (const gguf_kv* kv = find(key)) return kv;
+    return make_status(status_code::not_found, "gguf: no metadata key '%s'",
+                       detail::printable(key).c_str());
+  }
+
+  /// A scalar as T: not_found, invalid_argument (wrong type) or out_of_range (an
+  /// integer that does not fit T); see gguf_kv::get.
+  template <gguf_value_type T>
+  result<T> get(std::string_view key) const {
+    MNEMO_ASSIGN_OR_RETURN(const gguf_kv* kv, require(key));
+    return kv->get<T>();
+  }
+  result<std::uint32_t> get_u32(std::string_view key) const { return get<std::uint32_t>(key); }
+  result<std::uint64_t> get_u64(std::string_view key) const { return get<std::uint64_t>(key); }
+  result<std::int32_t> get_i32(std::string_view key) const { return get<std::int32_t>(key); }
+  result<std::int64_t> get_i64(std::string_view key) const { return get<std::int64_t>(key); }
+  result<float> get_f32(std::string_view key) const { return get<float>(key); }
+  result<double> get_f64(std::string_view key) const { return get<double>(key); }
+  result<bool> get_bool(std::string_view key) const { return get<bool>(key); }
+  /// A view into the file.
+  result<std::string_view> get_string(std::string_view key) const {
+    return get<std::string_view>(key);
+  }
+
+  /// An array whose elements are exactly T, as a view into the file.
+  template <gguf_value_type T>
+  result<gguf_array<T>> get_array(std::string_view key) const {
+    MNEMO_ASSIGN_OR_RETURN(const gguf_kv* kv, require(key));
+    return kv->get_array<T>();
+  }
+
+  /// A numeric array converted element-wise to T (a copy); see gguf_kv::get_array_as.
+  template <class T>
+  result<std::vector<T>> get_array_as(std::string_view key) const {
+    MNEMO_ASSIGN_OR_RETURN(const gguf_kv* kv, require(key));
+    return kv->get_array_as<T>();
+  }
+
+  // --- tensors ---
+
+  /// Every tensor, in file order.
+  std::span<const gguf_tensor> tensors() const noexcept { return c_.tensors; }
+
+  /// The tensor named `name`, or nullptr. O(log n).
+  const gguf_tensor* find_tensor(std::string_view name) const noexcept {
+    const auto& t = c_.tensors;
+    auto it = std::lower_bound(c_.tensors_by_name.begin(), c_.tensors_by_name.end(), name,
+                               [&](std::uint32_t i, std::string_view n) { return t[i].name < n; });
+    if (it == c_.tensors_by_name.end() || t[*it].name != name) return nullptr;
+    return &t[*it];
+  }
+
+  /// The tensor named `name`, or not_found.
+  result<const gguf_tensor*> require_tensor(std::string_view name) const {
+    if (const gguf_tensor* t = find_tensor(name)) return t;
+    return make_status(status_code::not_found, "gguf: no tensor '%s'",
+                       detail::printable(name).c_str());
+  }
+
+ private:
+  gguf_file() = default;
+
+  status parse(std::span<const std::byte> bytes, const gguf_limits& limits) {
+    bytes_ = bytes;
+    return detail::gguf_parser(bytes, limits).parse(c_);
+  }
+
+  detail::file_mapping mapping_;  // open() only
+  std::vector<std::byte> owned_;  // from_owned_bytes() only
+  std::span<const std::byte> bytes_;
+  detail::gguf_contents c_;
+};
+
+}  // namespace mnemo::model
