@@ -1,6 +1,7 @@
 // Batch -> validation against the memory -> split -> planning -> apply/commit, on the
 // unified cache: the planning guarantee (spec §1.1) and position continuity through
 // the real batch layer (T02, T06, T18, T19, T79).
+#include <limits>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -120,6 +121,21 @@ TEST(BatchPlan, RollbackAfterALaterMicroBatchFails) {
   EXPECT_EQ(c.used(), 4u);
   EXPECT_TRUE(dec(c, 0, 4, 9, 2).is_ok());
   EXPECT_EQ(c.seq_pos_max(0), 9);
+}
+
+}  // namespace
+
+namespace {
+
+TEST(BatchPlan, SeqAddThatWouldOverflowPositionsIsRefused) {
+  auto c = make_cache(16, 1);
+  ASSERT_TRUE(dec(c, 0, 0, 3).is_ok());
+  const mnemo::status s = c.seq_add(0, 0, -1, std::numeric_limits<mnemo::pos_t>::max() - 1);
+  EXPECT_EQ(s.code(), mnemo::status_code::out_of_range) << s.to_string();
+  EXPECT_EQ(c.seq_pos_max(0), 3);
+  EXPECT_TRUE(c.seq_add(0, 0, -1, -2).is_ok());  // negative: cells 0 and 1 freed
+  EXPECT_EQ(c.seq_pos_min(0), 0);
+  EXPECT_EQ(c.seq_pos_max(0), 1);
 }
 
 }  // namespace

@@ -15,6 +15,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -297,7 +298,7 @@ struct snapshot {
   std::vector<cell_meta> cells;
   bool has_shift = false;
   std::size_t used = 0;
-  std::vector<std::map<pos_t, int>> seq_pos;
+  std::vector<std::vector<std::pair<pos_t, int>>> seq_pos;  // (position, count)
   std::vector<std::uint8_t> k, v;
   std::size_t k_row = 0, v_row = 0;
 };
@@ -392,7 +393,7 @@ std::string check_invariants(const C& c) {
   for (seq_id s = 0; s < c.config().n_seq_max; ++s) {
     std::map<pos_t, int> m;
     for (pos_t p : positions(c, s)) ++m[p];
-    if (m != cells.seq_positions(s))
+    if (std::vector<std::pair<pos_t, int>>(m.begin(), m.end()) != cells.seq_positions(s))
       return "position multiset of seq " + std::to_string(s) + " is stale";
     const pos_t lo = m.empty() ? -1 : m.begin()->first, hi = m.empty() ? -1 : m.rbegin()->first;
     if (c.seq_pos_min(s) != lo || c.seq_pos_max(s) != hi)

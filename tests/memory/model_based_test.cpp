@@ -345,9 +345,9 @@ class harness {
         o << "seq " << s << ": pos_min/max " << c.seq_pos_min(s) << "/" << c.seq_pos_max(s)
           << ", model " << ref_.seq_pos_min(s) << "/" << ref_.seq_pos_max(s) << "\n";
       if (s < 0 || s >= rc_.n_seq_max) continue;
-      const auto& got = c.cells().seq_positions(s);
+      const auto got = c.cells().seq_positions(s);
       const auto want = ref_.positions(s);
-      if (got != want)
+      if (got != std::vector<std::pair<pos_t, int>>(want.begin(), want.end()))
         o << "seq " << s << ": positions " << show(got) << ", model " << show(want) << "\n";
     }
     const memory::memory_report rep = c.report();
@@ -370,7 +370,9 @@ class harness {
     ref_blob model;
   };
 
-  static std::string show(const std::map<pos_t, int>& m) {
+  /// A position multiset as (position, count) pairs: a std::map or a sorted vector.
+  template <class Multiset>
+  static std::string show(const Multiset& m) {
     std::ostringstream o;
     o << "{";
     bool first = true;

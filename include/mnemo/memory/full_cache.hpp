@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <span>
 #include <vector>
 
@@ -69,12 +70,7 @@ class full_cache {
   status seq_rm(seq_id s, pos_t p0, pos_t p1) {
     MNEMO_RETURN_IF_ERROR(check_seq(s, cfg_.n_seq_max, "seq_rm", true));
     MNEMO_RETURN_IF_ERROR(no_open_batch("seq_rm"));
-    const pos_range r = pos_range::of(p0, p1);
-    for (std::size_t i = 0; i < cells_.size(); ++i) {
-      if (cells_.empty(i) || !r.contains(cells_.pos(i))) continue;
-      const bool freed = s < 0 ? (cells_.release(i), true) : cells_.remove_owner(i, s);
-      if (freed) head_ = std::min(head_, i);
-    }
+    head_ = std::min(head_, cells_.remove_seq(s, pos_range::of(p0, p1)));
     return {};
   }
 
@@ -85,11 +81,7 @@ class full_cache {
     MNEMO_RETURN_IF_ERROR(check_seq(dst, cfg_.n_seq_max, "seq_cp"));
     MNEMO_RETURN_IF_ERROR(no_open_batch("seq_cp"));
     if (src == dst) return {};
-    MNEMO_RETURN_IF_ERROR(seq_rm(dst, p0, p1));
-    const pos_range r = pos_range::of(p0, p1);
-    for (std::size_t i = 0; i < cells_.size(); ++i)
-      if (!cells_.empty(i) && r.contains(cells_.pos(i)) && cells_.owners(i).contains(src))
-        cells_.add_owner(i, dst);
+    head_ = std::min(head_, cells_.copy_seq(src, dst, pos_range::of(p0, p1)));
     return {};
   }
 
@@ -97,15 +89,7 @@ class full_cache {
   status seq_keep(seq_id s) {
     MNEMO_RETURN_IF_ERROR(check_seq(s, cfg_.n_seq_max, "seq_keep"));
     MNEMO_RETURN_IF_ERROR(no_open_batch("seq_keep"));
-    for (std::size_t i = 0; i < cells_.size(); ++i) {
-      if (cells_.empty(i)) continue;
-      if (!cells_.owners(i).contains(s)) {
-        cells_.release(i);
-        head_ = std::min(head_, i);
-      } else if (cells_.owners(i).count() > 1) {
-        cells_.restore(i, cells_.pos(i), seq_set::of(s), cells_.shift(i));
-      }
-    }
+    head_ = std::min(head_, cells_.keep_seq(s));
     return {};
   }
 
@@ -114,6 +98,13 @@ class full_cache {
   /// the others keep their positions (D-18); no_space when there is no room for
   /// the copies (nothing changed). The keys are re-rotated by update().
   status seq_add(seq_id s, pos_t p0, pos_t p1, pos_t delta) {
+    // Positions are int32: refuse a delta that would carry any held position past
+    // the largest one (negative results are fine: those cells are freed).
+    const pos_t top = seq_pos_max(s);
+    if (delta > 0 && top >= 0 && top > std::numeric_limits<pos_t>::max() - delta &&
+        pos_range::of(p0, p1).p0 <= top)
+      return make_status(status_code::out_of_range,
+                         "seq_add: position %d + %d overflows the position type", top, delta);
     return shift_positions(
         s, p0, p1, "seq_add", [delta](pos_t p) { return p + delta; }, delta == 0);
   }
@@ -254,12 +245,7 @@ class full_cache {
       if (cells_.empty(i)) continue;
       if (i != to) {
         kv_.copy_cell(i, to);
-        const pos_t p = cells_.pos(i), sh = cells_.shift(i);
-        const seq_set o = cells_.owners(i);
-        const bool pending = cells_.has_shift();
-        cells_.release(i);
-        cells_.restore(to, p, o, sh);
-        cells_.set_has_shift(pending);
+        cells_.relocate(i, to);
       }
       ++to;
     }
@@ -351,17 +337,11 @@ class full_cache {
                          "free cells to move them apart, but only %zu are free",
                          op, s, shared.size(), free_cells.size());
     for (std::size_t k = 0; k < shared.size(); ++k) {
-      const std::size_t from = shared[k], to = free_cells[k];
-      kv_.copy_cell(from, to);
-      const pos_t shift = cells_.shift(from);
-      cells_.remove_owner(from, s);
-      cells_.restore(to, cells_.pos(from), seq_set::of(s), shift);
-      cells_.set_has_shift(cells_.has_shift() || shift != 0);
-      mine.push_back(to);
+      kv_.copy_cell(shared[k], free_cells[k]);
+      cells_.split_owner(shared[k], free_cells[k], s);
+      mine.push_back(free_cells[k]);
     }
-    bool freed = false;
-    for (std::size_t i : mine) freed |= cells_.move(i, new_pos(cells_.pos(i)));
-    if (freed) {
+    if (cells_.move_seq(s, r, mine, new_pos)) {
       head_ = 0;
       for (std::size_t i = 0; i < cells_.size(); ++i)
         if (cells_.empty(i)) {
