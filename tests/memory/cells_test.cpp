@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "common/splitmix64.hpp"
 #include <gtest/gtest.h>
 
 #include "mnemo/memory/cells.hpp"
@@ -24,18 +25,7 @@ using namespace mnemo;
 using memory::cell_array;
 using memory::pos_range;
 
-struct rng {
-  std::uint64_t s;
-  std::uint64_t next() {
-    std::uint64_t z = (s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-  }
-  std::int64_t range(std::int64_t lo, std::int64_t hi) {
-    return lo + static_cast<std::int64_t>(next() % static_cast<std::uint64_t>(hi - lo + 1));
-  }
-};
+using rng = mnemo_test::splitmix64;
 
 struct naive_cell {
   pos_t pos = -1;

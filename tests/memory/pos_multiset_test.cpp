@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "common/splitmix64.hpp"
 #include <gtest/gtest.h>
 
 #include "mnemo/memory/pos_multiset.hpp"
@@ -22,20 +23,7 @@ using mnemo::memory::pos_count;
 using mnemo::memory::pos_multiset;
 using ref_t = std::map<pos_t, int>;
 
-/// splitmix64: deterministic on every platform (no std:: distributions).
-struct rng {
-  std::uint64_t s;
-  std::uint64_t next() {
-    std::uint64_t z = (s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-  }
-  /// Uniform in [lo, hi].
-  std::int64_t range(std::int64_t lo, std::int64_t hi) {
-    return lo + static_cast<std::int64_t>(next() % static_cast<std::uint64_t>(hi - lo + 1));
-  }
-};
+using rng = mnemo_test::splitmix64;
 
 std::size_t total(const ref_t& r) {
   std::size_t n = 0;
