@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "mnemo/base/seq_set.hpp"
 #include "mnemo/base/status.hpp"
@@ -38,24 +39,43 @@ struct rope_config {
   }
 };
 
-/// Rotates the first n_rot dims of x [head_dim] by position p: pair i turns by
+/// The (cos, sin) of every rotated pair at one position: pair i turns by
 /// p * freq_scale * freq_base^(-2i / n_rot). Angles in double so that large
-/// positions keep f32 accuracy.
-inline void rope_rotate(const rope_config& r, float* x, double p) noexcept {
-  if (r.layout == rope_layout::none || p == 0.0) return;
-  const std::size_t half = r.n_rot / 2;
-  const double base_log = std::log(static_cast<double>(r.freq_base));
-  for (std::size_t i = 0; i < half; ++i) {
-    const double theta =
-        p * r.freq_scale *
-        std::exp(-base_log * static_cast<double>(2 * i) / static_cast<double>(r.n_rot));
-    const float c = static_cast<float>(std::cos(theta)), s = static_cast<float>(std::sin(theta));
-    const std::size_t a = r.layout == rope_layout::normal ? 2 * i : i;
-    const std::size_t b = r.layout == rope_layout::normal ? 2 * i + 1 : i + half;
-    const float x0 = x[a], x1 = x[b];
-    x[a] = x0 * c - x1 * s;
-    x[b] = x0 * s + x1 * c;
+/// positions keep f32 accuracy. A table serves every head (and every cell shifted by
+/// the same delta): the trigonometry is the expensive part.
+struct rope_table {
+  std::vector<float> cos, sin;  // [n_rot / 2]
+
+  rope_table(const rope_config& r, double p) : cos(r.n_rot / 2), sin(r.n_rot / 2) {
+    const double base_log = std::log(static_cast<double>(r.freq_base));
+    for (std::size_t i = 0; i < cos.size(); ++i) {
+      const double theta =
+          p * r.freq_scale *
+          std::exp(-base_log * static_cast<double>(2 * i) / static_cast<double>(r.n_rot));
+      cos[i] = static_cast<float>(std::cos(theta));
+      sin[i] = static_cast<float>(std::sin(theta));
+    }
   }
+};
+
+/// Rotates the first n_rot dims of x [head_dim] by the table's angles, pairing
+/// dims as the layout says.
+inline void rope_apply(const rope_config& r, const rope_table& t, float* x) noexcept {
+  if (r.layout == rope_layout::none) return;
+  const std::size_t half = r.n_rot / 2;
+  const bool normal = r.layout == rope_layout::normal;
+  for (std::size_t i = 0; i < half; ++i) {
+    const std::size_t a = normal ? 2 * i : i, b = normal ? 2 * i + 1 : i + half;
+    const float x0 = x[a], x1 = x[b];
+    x[a] = x0 * t.cos[i] - x1 * t.sin[i];
+    x[b] = x0 * t.sin[i] + x1 * t.cos[i];
+  }
+}
+
+/// Rotates the first n_rot dims of x [head_dim] by position p.
+inline void rope_rotate(const rope_config& r, float* x, double p) {
+  if (r.layout == rope_layout::none || p == 0.0) return;
+  rope_apply(r, rope_table(r, p), x);
 }
 
 }  // namespace mnemo::attention
