@@ -1,0 +1,65 @@
+// A weight matrix as the products see it: n_out rows of n_in values in one storage
+// type (GGUF layout, ggml ne = [n_in, n_out]), so y = W x reads row r for output r.
+// A view into the GGUF mapping: the file must outlive it.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+#include "mnemo/base/result.hpp"
+#include "mnemo/base/status.hpp"
+#include "mnemo/dtype/element_type.hpp"
+#include "mnemo/model/gguf_tensor.hpp"
+
+namespace mnemo::model {
+
+struct weight {
+  dtype::element_type type = dtype::element_type::f32;
+  /// Values per row (the input width) and rows (the output width).
+  std::size_t n_in = 0;
+  std::size_t n_out = 0;
+  /// Bytes per row: dtype::row_bytes(type, n_in).
+  std::size_t row_bytes = 0;
+  const std::byte* data = nullptr;
+  std::string_view name;
+
+  const std::byte* row(std::size_t r) const noexcept { return data + r * row_bytes; }
+  std::size_t n_bytes() const noexcept { return n_out * row_bytes; }
+};
+
+/// The weight view of a GGUF tensor of ne [n_in, n_out] (a 1-D tensor is one row).
+/// Refuses types mnemo does not store and shapes other than the expected one (pass 0
+/// to accept any n_in / n_out).
+inline result<weight> weight_from_gguf(const gguf_tensor& t, std::size_t expect_n_in,
+                                       std::size_t expect_n_out) {
+  if (!t.element_type)
+    return make_status(status_code::unsupported, "tensor '%.*s' has type %.*s, which mnemo does not "
+                       "compute with (f32, f16, bf16, q8_0, q4_0)",
+                       static_cast<int>(t.name.size()), t.name.data(),
+                       static_cast<int>(t.type_name.size()), t.type_name.data());
+  if (t.n_dims > 2 || t.dims[2] != 1 || t.dims[3] != 1)
+    return make_status(status_code::invalid_argument, "tensor '%.*s' has %u dimensions, expected "
+                       "a matrix", static_cast<int>(t.name.size()), t.name.data(), t.n_dims);
+  const std::size_t n_in = static_cast<std::size_t>(t.dims[0]);
+  const std::size_t n_out = static_cast<std::size_t>(t.dims[1]);
+  if ((expect_n_in != 0 && n_in != expect_n_in) || (expect_n_out != 0 && n_out != expect_n_out))
+    return make_status(status_code::invalid_argument,
+                       "tensor '%.*s' has shape [%zu, %zu], expected [%zu, %zu] (ggml ne order)",
+                       static_cast<int>(t.name.size()), t.name.data(), n_in, n_out, expect_n_in,
+                       expect_n_out);
+  weight w;
+  w.type = *t.element_type;
+  w.n_in = n_in;
+  w.n_out = n_out;
+  w.row_bytes = t.row_bytes;
+  w.data = t.data.data();
+  w.name = t.name;
+  if (w.row_bytes * w.n_out != t.data.size() || n_in % dtype::block_size(w.type) != 0)
+    return make_status(status_code::corrupt_data, "tensor '%.*s': %zu bytes for %zu rows of %zu",
+                       static_cast<int>(t.name.size()), t.name.data(), t.data.size(), n_out,
+                       w.row_bytes);
+  return w;
+}
+
+}  // namespace mnemo::model
