@@ -5,5 +5,6 @@
 #include "mnemo/base/assert.hpp"
 #include "mnemo/base/config.hpp"
 #include "mnemo/base/result.hpp"
+#include "mnemo/base/rng.hpp"
 #include "mnemo/base/status.hpp"
 #include "mnemo/base/tensor_view.hpp"

@@ -34,13 +34,16 @@ struct weight {
 inline result<weight> weight_from_gguf(const gguf_tensor& t, std::size_t expect_n_in,
                                        std::size_t expect_n_out) {
   if (!t.element_type)
-    return make_status(status_code::unsupported, "tensor '%.*s' has type %.*s, which mnemo does not "
+    return make_status(status_code::unsupported,
+                       "tensor '%.*s' has type %.*s, which mnemo does not "
                        "compute with (f32, f16, bf16, q8_0, q4_0)",
                        static_cast<int>(t.name.size()), t.name.data(),
                        static_cast<int>(t.type_name.size()), t.type_name.data());
   if (t.n_dims > 2 || t.dims[2] != 1 || t.dims[3] != 1)
-    return make_status(status_code::invalid_argument, "tensor '%.*s' has %u dimensions, expected "
-                       "a matrix", static_cast<int>(t.name.size()), t.name.data(), t.n_dims);
+    return make_status(status_code::invalid_argument,
+                       "tensor '%.*s' has %u dimensions, expected "
+                       "a matrix",
+                       static_cast<int>(t.name.size()), t.name.data(), t.n_dims);
   const std::size_t n_in = static_cast<std::size_t>(t.dims[0]);
   const std::size_t n_out = static_cast<std::size_t>(t.dims[1]);
   if ((expect_n_in != 0 && n_in != expect_n_in) || (expect_n_out != 0 && n_out != expect_n_out))

@@ -1,0 +1,205 @@
+// A deterministic random-weight Llama GGUF of any shape: the demo's model, the
+// benchmarks' 155M model and the eviction quality harness's model. Weights are
+// N(0, sigma^2) with sigma = 1/sqrt(fan_in) (embedding sigma 1, norms 1 + N(0, 0.01)),
+// as in the fixtures (../shared/fixtures/MODELS.md), so activations keep unit scale.
+//
+// The vocabulary is copied from another GGUF (tokenizer.ggml.* keys) when one is
+// given, else a byte vocabulary is made up: <unk> <s> </s>, the 256 byte tokens
+// <0x00>..<0xFF> (ids 3..258, as in Llama's SentencePiece vocab), then "tok_N".
+#pragma once
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "mnemo/base/rng.hpp"
+#include "mnemo/dtype/element_type.hpp"
+#include "mnemo/dtype/rows.hpp"
+#include "mnemo/dtype/visit.hpp"
+#include "mnemo/model/gguf.hpp"
+#include "mnemo/model/gguf_writer.hpp"
+
+namespace mnemo_examples {
+
+struct random_llama_config {
+  std::uint32_t n_vocab = 32000;
+  std::uint32_t n_embd = 1024;
+  std::uint32_t n_layer = 8;
+  std::uint32_t n_head = 16;
+  std::uint32_t n_head_kv = 4;
+  std::uint32_t n_ff = 2816;
+  std::uint32_t n_ctx = 4096;
+  std::uint32_t sliding_window = 0;  // > 0: Mistral-style window on every layer
+  float rope_base = 10000.0f;
+  float rms_eps = 1e-5f;
+  mnemo::dtype::element_type weight_type = mnemo::dtype::element_type::f16;
+  bool tied_output = false;
+  std::uint64_t seed = 1;
+  std::string vocab_from;  // a GGUF whose tokenizer.ggml.* keys are copied, or empty
+};
+
+namespace detail {
+
+/// [n_out, n_in] random values encoded in `type` (GGUF layout, row after row).
+inline std::vector<std::byte> random_matrix(mnemo::splitmix64& g, std::size_t n_in,
+                                            std::size_t n_out, float sigma,
+                                            mnemo::dtype::element_type type) {
+  const std::size_t row_bytes =
+      mnemo::dtype::block_bytes(type) * (n_in / mnemo::dtype::block_size(type));
+  std::vector<std::byte> out(row_bytes * n_out);
+  std::vector<float> row(n_in);
+  mnemo::dtype::visit(type, [&]<class E>(mnemo::dtype::type_tag<E>) {
+    for (std::size_t r = 0; r < n_out; ++r) {
+      for (float& v : row) v = sigma * g.normal();
+      mnemo::dtype::encode_row<mnemo::simd::native>(
+          row.data(), reinterpret_cast<E*>(out.data() + r * row_bytes), n_in);
+    }
+  });
+  return out;
+}
+
+inline std::vector<float> random_norm(mnemo::splitmix64& g, std::size_t n) {
+  std::vector<float> w(n);
+  for (float& v : w) v = 1.0f + 0.1f * g.normal();
+  return w;
+}
+
+/// Copies every tokenizer.ggml.* key of `src` whose type the writer can express.
+inline mnemo::status copy_vocab(const std::string& path, std::uint32_t n_vocab,
+                                mnemo::model::gguf_writer& w) {
+  MNEMO_ASSIGN_OR_RETURN(auto src, mnemo::model::gguf_file::open(path));
+  MNEMO_ASSIGN_OR_RETURN(auto token_view, src.get_array<std::string_view>("tokenizer.ggml.tokens"));
+  const std::vector<std::string_view> tokens(token_view.begin(), token_view.end());
+  if (tokens.size() != n_vocab)
+    return mnemo::make_status(mnemo::status_code::invalid_argument,
+                              "%s has %zu tokens, the model is configured for %u", path.c_str(),
+                              tokens.size(), n_vocab);
+  w.add_array<std::string_view>("tokenizer.ggml.tokens", tokens);
+  MNEMO_ASSIGN_OR_RETURN(auto model, src.get_string("tokenizer.ggml.model"));
+  w.add_string("tokenizer.ggml.model", model);
+  if (auto pre = src.get_string("tokenizer.ggml.pre")) w.add_string("tokenizer.ggml.pre", *pre);
+  if (auto s = src.get_array_as<float>("tokenizer.ggml.scores"))
+    w.add_array<float>("tokenizer.ggml.scores", *s);
+  if (auto t = src.get_array_as<std::int32_t>("tokenizer.ggml.token_type"))
+    w.add_array<std::int32_t>("tokenizer.ggml.token_type", *t);
+  if (auto m = src.get_array<std::string_view>("tokenizer.ggml.merges")) {
+    const std::vector<std::string_view> merges(m->begin(), m->end());
+    w.add_array<std::string_view>("tokenizer.ggml.merges", merges);
+  }
+  for (const char* key : {"tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id",
+                          "tokenizer.ggml.unknown_token_id", "tokenizer.ggml.padding_token_id"})
+    if (auto id = src.get_u32(key)) w.add<std::uint32_t>(key, *id);
+  for (const char* key : {"tokenizer.ggml.add_bos_token", "tokenizer.ggml.add_eos_token"})
+    if (auto b = src.get_bool(key)) w.add<bool>(key, *b);
+  return {};
+}
+
+inline void byte_vocab(std::uint32_t n_vocab, mnemo::model::gguf_writer& w) {
+  std::vector<std::string> tokens;
+  std::vector<float> scores;
+  std::vector<std::int32_t> types;
+  const char* specials[] = {"<unk>", "<s>", "</s>"};
+  for (std::uint32_t i = 0; i < n_vocab; ++i) {
+    char buf[32];
+    if (i < 3) {
+      tokens.emplace_back(specials[i]);
+      types.push_back(i == 0 ? 2 : 3);  // unknown, control
+    } else if (i < 259) {
+      std::snprintf(buf, sizeof buf, "<0x%02X>", i - 3);
+      tokens.emplace_back(buf);
+      types.push_back(6);  // byte
+    } else {
+      std::snprintf(buf, sizeof buf, "tok_%u", i);
+      tokens.emplace_back(buf);
+      types.push_back(1);  // normal
+    }
+    scores.push_back(-static_cast<float>(i));
+  }
+  w.add_array("tokenizer.ggml.tokens", tokens);
+  w.add_string("tokenizer.ggml.model", "llama");
+  w.add_array<float>("tokenizer.ggml.scores", scores);
+  w.add_array<std::int32_t>("tokenizer.ggml.token_type", types);
+  w.add<std::uint32_t>("tokenizer.ggml.bos_token_id", 1);
+  w.add<std::uint32_t>("tokenizer.ggml.eos_token_id", 2);
+  w.add<std::uint32_t>("tokenizer.ggml.unknown_token_id", 0);
+}
+
+}  // namespace detail
+
+/// Writes the model to `path`. Shapes are checked (head sizes, block sizes of the type).
+inline mnemo::status write_random_llama(const random_llama_config& c, const std::string& path) {
+  using mnemo::make_status;
+  using mnemo::status_code;
+  namespace dt = mnemo::dtype;
+  if (c.n_head == 0 || c.n_head_kv == 0 || c.n_head % c.n_head_kv != 0 || c.n_embd % c.n_head != 0)
+    return make_status(status_code::invalid_argument,
+                       "random llama: n_head (%u) must be a multiple of n_head_kv (%u) and divide "
+                       "n_embd (%u)",
+                       c.n_head, c.n_head_kv, c.n_embd);
+  const std::size_t bs = dt::block_size(c.weight_type);
+  if (!dt::is_valid(c.weight_type) || c.n_embd % bs != 0 || c.n_ff % bs != 0)
+    return make_status(status_code::invalid_argument,
+                       "random llama: n_embd (%u) and n_ff (%u) must be multiples of the %s block "
+                       "(%zu)",
+                       c.n_embd, c.n_ff, std::string(dt::to_string(c.weight_type)).c_str(), bs);
+  if (c.n_vocab < 259 && c.vocab_from.empty())
+    return make_status(status_code::invalid_argument,
+                       "random llama: the made-up byte vocabulary needs n_vocab >= 259");
+  const std::uint32_t head_dim = c.n_embd / c.n_head;
+  const std::uint32_t n_embd_kv = head_dim * c.n_head_kv;
+
+  mnemo::model::gguf_writer w;
+  w.add_string("general.architecture", "llama");
+  w.add_string("general.name", "mnemo random llama");
+  w.add<std::uint32_t>("llama.context_length", c.n_ctx);
+  w.add<std::uint32_t>("llama.embedding_length", c.n_embd);
+  w.add<std::uint32_t>("llama.block_count", c.n_layer);
+  w.add<std::uint32_t>("llama.feed_forward_length", c.n_ff);
+  w.add<std::uint32_t>("llama.attention.head_count", c.n_head);
+  w.add<std::uint32_t>("llama.attention.head_count_kv", c.n_head_kv);
+  w.add<float>("llama.attention.layer_norm_rms_epsilon", c.rms_eps);
+  w.add<std::uint32_t>("llama.rope.dimension_count", head_dim);
+  w.add<float>("llama.rope.freq_base", c.rope_base);
+  w.add<std::uint32_t>("llama.vocab_size", c.n_vocab);
+  if (c.sliding_window > 0)
+    w.add<std::uint32_t>("llama.attention.sliding_window", c.sliding_window);
+  if (c.vocab_from.empty()) {
+    detail::byte_vocab(c.n_vocab, w);
+  } else {
+    MNEMO_RETURN_IF_ERROR(detail::copy_vocab(c.vocab_from, c.n_vocab, w));
+  }
+
+  mnemo::splitmix64 g{c.seed};
+  const std::uint32_t t = dt::ggml_type_id(c.weight_type);
+  const auto mat = [&](const std::string& name, std::uint32_t n_in, std::uint32_t n_out,
+                       float sigma) {
+    w.add_tensor(name, {n_in, n_out}, t,
+                 detail::random_matrix(g, n_in, n_out, sigma, c.weight_type));
+  };
+  const auto norm = [&](const std::string& name, std::uint32_t n) {
+    const auto v = detail::random_norm(g, n);
+    w.add_tensor_f32(name, {n}, v);
+  };
+  const float s_embd = 1.0f / std::sqrt(static_cast<float>(c.n_embd));
+  const float s_ff = 1.0f / std::sqrt(static_cast<float>(c.n_ff));
+  mat("token_embd.weight", c.n_embd, c.n_vocab, 1.0f);
+  for (std::uint32_t l = 0; l < c.n_layer; ++l) {
+    const std::string p = "blk." + std::to_string(l) + ".";
+    norm(p + "attn_norm.weight", c.n_embd);
+    mat(p + "attn_q.weight", c.n_embd, c.n_embd, s_embd);
+    mat(p + "attn_k.weight", c.n_embd, n_embd_kv, s_embd);
+    mat(p + "attn_v.weight", c.n_embd, n_embd_kv, s_embd);
+    mat(p + "attn_output.weight", c.n_embd, c.n_embd, s_embd);
+    norm(p + "ffn_norm.weight", c.n_embd);
+    mat(p + "ffn_gate.weight", c.n_embd, c.n_ff, s_embd);
+    mat(p + "ffn_up.weight", c.n_embd, c.n_ff, s_embd);
+    mat(p + "ffn_down.weight", c.n_ff, c.n_embd, s_ff);
+  }
+  norm("output_norm.weight", c.n_embd);
+  if (!c.tied_output) mat("output.weight", c.n_embd, c.n_vocab, s_embd);
+  return w.write(path);
+}
+
+}  // namespace mnemo_examples

@@ -1,0 +1,158 @@
+// The examples' random Llama writer: the shapes and keys a Llama loader reads, the
+// weight statistics it promises, determinism per seed, and refused shapes.
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "common/random_llama.hpp"
+#include <gtest/gtest.h>
+
+#include "mnemo/model/matmul.hpp"
+#include "mnemo/model/weight.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using mnemo::dtype::element_type;
+using mnemo_examples::random_llama_config;
+
+std::string temp_path(const char* name) {
+  return (fs::temp_directory_path() /
+          (std::string("mnemo_") + name + "_" + std::to_string(::getpid()) + ".gguf"))
+      .string();
+}
+
+random_llama_config small_config(element_type t) {
+  random_llama_config c;
+  c.n_vocab = 300;
+  c.n_embd = 64;
+  c.n_layer = 2;
+  c.n_head = 4;
+  c.n_head_kv = 2;
+  c.n_ff = 96;
+  c.weight_type = t;
+  c.seed = 7;
+  return c;
+}
+
+TEST(RandomLlama, WritesEveryTensorWithItsShapeAndType) {
+  for (element_type t : {element_type::f32, element_type::f16, element_type::q8_0}) {
+    const std::string path = temp_path("shapes");
+    ASSERT_TRUE(mnemo_examples::write_random_llama(small_config(t), path).is_ok());
+    auto f = mnemo::model::gguf_file::open(path);
+    ASSERT_TRUE(f.is_ok()) << f.error().message();
+    EXPECT_EQ(*f->get_string("general.architecture"), "llama");
+    EXPECT_EQ(*f->get_u32("llama.attention.head_count_kv"), 2u);
+    EXPECT_EQ(*f->get_u32("llama.rope.dimension_count"), 16u);
+    const struct {
+      const char* name;
+      std::size_t n_in, n_out;
+    } expect[] = {{"token_embd.weight", 64, 300},
+                  {"blk.1.attn_q.weight", 64, 64},
+                  {"blk.1.attn_k.weight", 64, 32},
+                  {"blk.1.attn_v.weight", 64, 32},
+                  {"blk.0.attn_output.weight", 64, 64},
+                  {"blk.0.ffn_gate.weight", 64, 96},
+                  {"blk.0.ffn_up.weight", 64, 96},
+                  {"blk.0.ffn_down.weight", 96, 64},
+                  {"output.weight", 64, 300}};
+    for (const auto& e : expect) {
+      const auto* tensor = f->find_tensor(e.name);
+      ASSERT_NE(tensor, nullptr) << e.name;
+      auto w = mnemo::model::weight_from_gguf(*tensor, e.n_in, e.n_out);
+      ASSERT_TRUE(w.is_ok()) << w.error().message();
+      EXPECT_EQ(w->type, t) << e.name;
+    }
+    const auto* norm = f->find_tensor("blk.1.ffn_norm.weight");
+    ASSERT_NE(norm, nullptr);
+    EXPECT_EQ(norm->element_type, element_type::f32);
+    auto tokens = f->get_array<std::string_view>("tokenizer.ggml.tokens");
+    ASSERT_TRUE(tokens.is_ok());
+    EXPECT_EQ((*tokens)[3 + 'A'], "<0x41>");
+    std::remove(path.c_str());
+  }
+}
+
+TEST(RandomLlama, ProjectionsHaveUnitGain) {
+  // sigma = 1/sqrt(fan_in): a unit-variance input gives unit-variance outputs.
+  random_llama_config c = small_config(element_type::f32);
+  c.n_embd = 256;
+  c.n_ff = 256;
+  const std::string path = temp_path("gain");
+  ASSERT_TRUE(mnemo_examples::write_random_llama(c, path).is_ok());
+  auto f = mnemo::model::gguf_file::open(path);
+  ASSERT_TRUE(f.is_ok());
+  auto w = mnemo::model::weight_from_gguf(*f->find_tensor("blk.0.attn_q.weight"), 256, 256);
+  ASSERT_TRUE(w.is_ok());
+  std::vector<float> row(256);
+  double sum = 0, sum2 = 0;
+  for (std::size_t r = 0; r < w->n_out; ++r) {
+    mnemo::model::get_row(*w, r, row.data());
+    for (float v : row) {
+      sum += v;
+      sum2 += static_cast<double>(v) * v;
+    }
+  }
+  const double n = 256.0 * 256.0, mean = sum / n, var = sum2 / n - mean * mean;
+  EXPECT_NEAR(mean, 0.0, 0.01 / 16 * 4);
+  EXPECT_NEAR(var * 256.0, 1.0, 0.03) << "variance of 1/sqrt(fan_in)-scaled weights";
+  std::remove(path.c_str());
+}
+
+TEST(RandomLlama, SameSeedSameBytesOtherSeedOtherBytes) {
+  const std::string a = temp_path("a"), b = temp_path("b"), d = temp_path("d");
+  random_llama_config c = small_config(element_type::f16);
+  ASSERT_TRUE(mnemo_examples::write_random_llama(c, a).is_ok());
+  ASSERT_TRUE(mnemo_examples::write_random_llama(c, b).is_ok());
+  c.seed = 8;
+  ASSERT_TRUE(mnemo_examples::write_random_llama(c, d).is_ok());
+  auto fa = mnemo::model::gguf_file::open(a), fb = mnemo::model::gguf_file::open(b),
+       fd = mnemo::model::gguf_file::open(d);
+  ASSERT_TRUE(fa.is_ok() && fb.is_ok() && fd.is_ok());
+  EXPECT_TRUE(std::ranges::equal(fa->bytes(), fb->bytes()));
+  EXPECT_FALSE(std::ranges::equal(fa->bytes(), fd->bytes()));
+  for (const auto& p : {a, b, d}) std::remove(p.c_str());
+}
+
+TEST(RandomLlama, RefusesShapesItCannotWrite) {
+  random_llama_config c = small_config(element_type::q8_0);
+  c.n_ff = 100;  // not a multiple of the q8_0 block
+  EXPECT_EQ(mnemo_examples::write_random_llama(c, temp_path("bad")).code(),
+            mnemo::status_code::invalid_argument);
+  c = small_config(element_type::f32);
+  c.n_head_kv = 3;
+  EXPECT_EQ(mnemo_examples::write_random_llama(c, temp_path("bad")).code(),
+            mnemo::status_code::invalid_argument);
+  c = small_config(element_type::f32);
+  c.vocab_from = "/nonexistent/vocab.gguf";
+  EXPECT_FALSE(mnemo_examples::write_random_llama(c, temp_path("bad")).is_ok());
+}
+
+TEST(RandomLlama, CopiesAVocabulary) {
+  const std::string vocab =
+      std::string(MNEMO_FIXTURES_DIR) + "/tokenizer/ggml-vocab-llama-spm.gguf";
+  if (!fs::exists(vocab)) GTEST_SKIP() << "no fixtures at " << MNEMO_FIXTURES_DIR;
+  random_llama_config c = small_config(element_type::f32);
+  c.n_vocab = 32000;
+  c.vocab_from = vocab;
+  const std::string path = temp_path("vocab");
+  ASSERT_TRUE(mnemo_examples::write_random_llama(c, path).is_ok());
+  auto f = mnemo::model::gguf_file::open(path);
+  auto src = mnemo::model::gguf_file::open(vocab);
+  ASSERT_TRUE(f.is_ok() && src.is_ok());
+  auto t1 = f->get_array<std::string_view>("tokenizer.ggml.tokens");
+  auto t2 = src->get_array<std::string_view>("tokenizer.ggml.tokens");
+  ASSERT_TRUE(t1.is_ok() && t2.is_ok());
+  ASSERT_EQ(t1->size(), t2->size());
+  for (std::size_t i = 0; i < t1->size(); ++i) ASSERT_EQ((*t1)[i], (*t2)[i]) << "token " << i;
+  EXPECT_EQ(*f->get_array_as<float>("tokenizer.ggml.scores"),
+            *src->get_array_as<float>("tokenizer.ggml.scores"));
+  std::remove(path.c_str());
+  c.n_vocab = 512;  // a vocabulary of another size is refused
+  EXPECT_EQ(mnemo_examples::write_random_llama(c, path).code(),
+            mnemo::status_code::invalid_argument);
+}
+
+}  // namespace
