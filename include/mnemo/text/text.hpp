@@ -1,0 +1,7 @@
+// Umbrella of the text layer: tokenizers built from GGUF metadata.
+#pragma once
+
+#include "mnemo/text/decoder.hpp"
+#include "mnemo/text/pretokenize.hpp"
+#include "mnemo/text/tokenizer.hpp"
+#include "mnemo/text/vocab.hpp"
