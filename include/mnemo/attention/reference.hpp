@@ -10,6 +10,7 @@
 #include "mnemo/attention/kv_view.hpp"
 #include "mnemo/attention/params.hpp"
 #include "mnemo/attention/sink.hpp"
+#include "mnemo/attention/state.hpp"
 #include "mnemo/dtype/dtype.hpp"
 
 namespace mnemo::attention {

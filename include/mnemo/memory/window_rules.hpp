@@ -1,0 +1,48 @@
+// Window arithmetic of the sliding-window memory: for the three window kinds of
+// attention/params.hpp the keys a causal query at q keeps form the interval
+// [lowest_kept(q), q] (symmetric windows also keep keys up to q + n_swa / 2 when the
+// attention is not causal), and lowest_kept is non-decreasing in q. So a token is
+// needed by no later query of its sequence once it is masked for the next one, and a
+// sequence that forgot every position below h can resume at q exactly when
+// lowest_kept(q) >= h.
+#pragma once
+
+#include <limits>
+
+#include "mnemo/attention/params.hpp"
+#include "mnemo/base/seq_set.hpp"
+
+namespace mnemo::memory {
+
+/// The lowest key position a query at q keeps (is_masked_by_window is false from there
+/// up to q). For window_kind::none: the lowest position there is.
+constexpr pos_t lowest_kept(attention::window_kind w, pos_t n_swa, pos_t q) noexcept {
+  switch (w) {
+    case attention::window_kind::none: return std::numeric_limits<pos_t>::min();
+    case attention::window_kind::standard: return q - n_swa + 1;
+    case attention::window_kind::chunked: return q / n_swa * n_swa;
+    case attention::window_kind::symmetric: return q - n_swa / 2;
+  }
+  return std::numeric_limits<pos_t>::min();
+}
+
+/// The smallest query position q >= 0 with lowest_kept(q) >= h: where a sequence that
+/// forgot everything below h can resume at the earliest (0 when h <= 0).
+constexpr pos_t first_resumable(attention::window_kind w, pos_t n_swa, pos_t h) noexcept {
+  if (h <= 0) return 0;
+  switch (w) {
+    case attention::window_kind::none: return std::numeric_limits<pos_t>::max();
+    case attention::window_kind::standard: return h + n_swa - 1;
+    case attention::window_kind::chunked: return (h + n_swa - 1) / n_swa * n_swa;
+    case attention::window_kind::symmetric: return h + n_swa / 2;
+  }
+  return std::numeric_limits<pos_t>::max();
+}
+
+/// Whether a sequence that forgot every position below `horizon` (0: nothing) can
+/// resume at q (q = 0 is a fresh start and always possible).
+constexpr bool resumable(attention::window_kind w, pos_t n_swa, pos_t horizon, pos_t q) noexcept {
+  return horizon <= 0 || q == 0 || lowest_kept(w, n_swa, q) >= horizon;
+}
+
+}  // namespace mnemo::memory
