@@ -17,6 +17,7 @@
 #include "mnemo/batch/strategies.hpp"
 #include "mnemo/dtype/dtype.hpp"
 #include "mnemo/memory/cells.hpp"
+#include "mnemo/memory/concepts.hpp"
 #include "mnemo/memory/kv_storage.hpp"
 #include "mnemo/memory/transaction.hpp"
 #include "mnemo/memory/types.hpp"
@@ -236,6 +237,16 @@ class full_cache {
     return s;
   }
 
+  /// The attention views of one layer for micro-batch u (memory::kv_memory): every
+  /// token reads the one unified stream, segment(layer). Added for the model, which is
+  /// written against kv_memory rather than against this class.
+  void views(std::size_t layer, std::size_t u, layer_views& out) const {
+    (void)u;  // one stream for every micro-batch
+    out.segments.assign(1, segment(layer));
+    out.streams.assign(1, attention::kv_view{{out.segments.data(), 1}});
+    out.token_stream.clear();
+  }
+
   /// Moves every used cell to the front, in order, with its K/V rows: the attended
   /// prefix [0, used) becomes dense again.
   status defragment() {
@@ -382,5 +393,7 @@ class full_cache {
   transaction tx_;
   std::vector<std::vector<std::uint32_t>> plan_;
 };
+
+static_assert(kv_memory<full_cache<float>>);
 
 }  // namespace mnemo::memory

@@ -1,0 +1,198 @@
+// mnemo::context<Model, Memory>: decodes batches of many sequences through a model
+// and a memory strategy and keeps the logits of the tokens that asked for them
+// (DESIGN.md "Data flow of one decode call").
+//
+//   auto ctx = context<model::llama_model, memory::full_cache<dtype::f16>>::make(
+//       model, std::move(cache), {.n_ubatch = 512, .n_seq_max = 4});
+//   MNEMO_RETURN_IF_ERROR(ctx->decode(b));
+//   std::span<const float> row = ctx->logits_ith(-1);  // the last output
+//
+// Failure guarantee: decode() validates the batch and plans room for every
+// micro-batch before changing anything; a failure after that (a model or kernel
+// error) rolls the memory back. Either way the memory holds exactly what it held
+// before the call (pending K-shifts may have been applied: same positions, same
+// state bytes), and the context holds no logits.
+#pragma once
+
+#include <concepts>
+#include <cstdint>
+#include <cstring>
+#include <span>
+#include <vector>
+
+#include "mnemo/base/result.hpp"
+#include "mnemo/base/status.hpp"
+#include "mnemo/batch/batch.hpp"
+#include "mnemo/batch/validate.hpp"
+#include "mnemo/memory/batch_plan.hpp"
+#include "mnemo/memory/concepts.hpp"
+#include "mnemo/simd/isa.hpp"
+
+namespace mnemo {
+
+/// What a decoder offers the context: its sizes, activation buffers sized for a
+/// micro-batch, and the forward pass of one applied micro-batch, leaving the logits
+/// of its output tokens (micro-batch order) in the workspace.
+template <class M, class Memory>
+concept decoder_model = requires(const M cm, Memory& mem, const ubatch& ub,
+                                 typename M::workspace& ws, std::uint32_t n, int threads) {
+  { cm.n_vocab() } -> std::convertible_to<std::uint32_t>;
+  { cm.n_embd() } -> std::convertible_to<std::uint32_t>;
+  { cm.make_workspace(n) } -> std::same_as<result<typename M::workspace>>;
+  { cm.forward(mem, std::size_t{0}, ub, ws, threads) } -> std::same_as<status>;
+  { ws.logits() } -> std::convertible_to<const float*>;
+};
+
+namespace context_detail {
+// Unqualified calls: each strategy's state functions are found by ADL where the
+// context is instantiated (a member of the same name would hide them).
+template <class M>
+status write_state(M& m, seq_id s, std::vector<std::uint8_t>& out) {
+  return state_write(m, s, out);
+}
+template <class M>
+status read_state(M& m, std::span<const std::uint8_t> data, seq_id dest) {
+  return state_read(m, data, dest);
+}
+}  // namespace context_detail
+
+struct context_params {
+  std::uint32_t n_ubatch = 512;  // most tokens per micro-batch (activation buffer size)
+  std::uint32_t n_batch = 0;     // most tokens per decode call; 0 = unlimited
+  seq_id n_seq_max = 1;          // sequence ids in [0, n_seq_max)
+  int n_threads = 0;             // 0: default_thread_count()
+};
+
+template <class Model, memory::kv_memory Memory, simd::isa_tag Isa = simd::native>
+requires decoder_model<Model, Memory>
+class context {
+ public:
+  using workspace = typename Model::workspace;
+
+  /// The model must outlive the context; the memory moves in.
+  static result<context> make(const Model& model, Memory memory, const context_params& p) {
+    if (p.n_ubatch == 0 || p.n_seq_max < 1 || p.n_seq_max > k_max_seq)
+      return make_status(status_code::invalid_argument,
+                         "context: n_ubatch (%u) must be > 0 and n_seq_max (%d) in [1, %d]",
+                         p.n_ubatch, p.n_seq_max, k_max_seq);
+    MNEMO_ASSIGN_OR_RETURN(workspace ws, model.make_workspace(p.n_ubatch));
+    return context(model, std::move(memory), p, std::move(ws));
+  }
+
+  /// Decodes one batch. On success, logits_ith / output_row give the rows of the
+  /// tokens that asked for output; on failure the memory is as before (see the top
+  /// of this file) and there are no logits.
+  status decode(const batch& b) {
+    n_outputs_ = 0;
+    row_of_token_.clear();
+    batch_limits lim;
+    lim.n_vocab = model_->n_vocab();
+    lim.n_embd = model_->n_embd();
+    lim.n_seq_max = static_cast<std::uint32_t>(p_.n_seq_max);
+    lim.n_batch_max = p_.n_batch;
+    MNEMO_ASSIGN_OR_RETURN(validated_batch vb,
+                           validate(b, lim, memory::positions_of<Memory>{mem_}));
+    MNEMO_RETURN_IF_ERROR(mem_.update());  // pending K-shifts, as llama_decode does
+    MNEMO_ASSIGN_OR_RETURN(memory::planned_batch pb, memory::plan_batch(mem_, vb, p_.n_ubatch));
+
+    const std::size_t nv = model_->n_vocab();
+    rows_.assign(vb.n_tokens(), -1);
+    std::int32_t n_out = 0;
+    for (std::uint32_t i = 0; i < vb.n_tokens(); ++i)
+      if (vb.output(i)) rows_[i] = n_out++;
+    logits_.resize(static_cast<std::size_t>(n_out) * nv);
+
+    for (std::size_t u = 0; u < pb.ubatches.size(); ++u) {
+      const ubatch& ub = pb.ubatches[u];
+      status st = mem_.apply(u, pb.tokens[u]);
+      if (st) st = model_->template forward<Isa>(mem_, u, ub, ws_, p_.n_threads);
+      if (!st) {
+        mem_.rollback();
+        return st;
+      }
+      const float* src = ws_.logits();
+      for (std::uint32_t j = 0; j < ub.n_tokens(); ++j) {
+        if (!ub.output[j]) continue;
+        std::memcpy(logits_.data() + static_cast<std::size_t>(rows_[ub.idx[j]]) * nv, src,
+                    nv * sizeof(float));
+        src += nv;
+      }
+    }
+    mem_.commit();
+    n_outputs_ = static_cast<std::uint32_t>(n_out);
+    row_of_token_.swap(rows_);
+    return {};
+  }
+
+  // ---- logits of the last successful decode --------------------------------------
+
+  std::uint32_t n_vocab() const noexcept { return model_->n_vocab(); }
+  std::uint32_t n_outputs() const noexcept { return n_outputs_; }
+  /// [n_outputs, n_vocab]: the output tokens in batch order.
+  std::span<const float> logits() const noexcept {
+    return {logits_.data(), std::size_t{n_outputs_} * n_vocab()};
+  }
+  /// Output row r (batch order of the tokens that asked for output); empty when r is
+  /// out of range.
+  std::span<const float> output_row(std::uint32_t r) const noexcept {
+    if (r >= n_outputs_) return {};
+    return {logits_.data() + std::size_t{r} * n_vocab(), n_vocab()};
+  }
+  /// The row of batch token i, like llama_get_logits_ith: i < 0 counts outputs from
+  /// the end (-1 = the last output). Empty when token i asked for no output.
+  std::span<const float> logits_ith(std::int32_t i) const noexcept {
+    if (i < 0) {
+      const std::int64_t r = static_cast<std::int64_t>(n_outputs_) + i;
+      return r < 0 ? std::span<const float>{} : output_row(static_cast<std::uint32_t>(r));
+    }
+    if (static_cast<std::size_t>(i) >= row_of_token_.size() || row_of_token_[i] < 0) return {};
+    return output_row(static_cast<std::uint32_t>(row_of_token_[i]));
+  }
+
+  // ---- the memory ----------------------------------------------------------------
+
+  Memory& memory() noexcept { return mem_; }
+  const Memory& memory() const noexcept { return mem_; }
+  const context_params& params() const noexcept { return p_; }
+
+  status seq_rm(seq_id s, pos_t p0, pos_t p1) { return mem_.seq_rm(s, p0, p1); }
+  status seq_cp(seq_id src, seq_id dst, pos_t p0, pos_t p1) {
+    return mem_.seq_cp(src, dst, p0, p1);
+  }
+  status seq_keep(seq_id s) { return mem_.seq_keep(s); }
+  status seq_add(seq_id s, pos_t p0, pos_t p1, pos_t delta) {
+    return mem_.seq_add(s, p0, p1, delta);
+  }
+  status seq_div(seq_id s, pos_t p0, pos_t p1, int d) { return mem_.seq_div(s, p0, p1, d); }
+  pos_t seq_pos_min(seq_id s) const { return mem_.seq_pos_min(s); }
+  pos_t seq_pos_max(seq_id s) const { return mem_.seq_pos_max(s); }
+  void clear(bool data = false) {
+    mem_.clear(data);
+    n_outputs_ = 0;
+  }
+
+  /// The memory's state (s == -1: all of it) through the strategy's state_write.
+  status state_write(seq_id s, std::vector<std::uint8_t>& out) {
+    return context_detail::write_state(mem_, s, out);
+  }
+  /// Loads a state written by state_write (dest == -1: the whole memory).
+  status state_read(std::span<const std::uint8_t> data, seq_id dest = -1) {
+    n_outputs_ = 0;
+    return context_detail::read_state(mem_, data, dest);
+  }
+
+ private:
+  context(const Model& m, Memory mem, const context_params& p, workspace ws)
+      : model_(&m), mem_(std::move(mem)), p_(p), ws_(std::move(ws)) {}
+
+  const Model* model_;
+  Memory mem_;
+  context_params p_;
+  workspace ws_;
+  std::vector<float> logits_;               // [n_outputs, n_vocab], capacity kept
+  std::vector<std::int32_t> row_of_token_;  // [n_tokens] output row or -1
+  std::vector<std::int32_t> rows_;          // the same, being built
+  std::uint32_t n_outputs_ = 0;
+};
+
+}  // namespace mnemo

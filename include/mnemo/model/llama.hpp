@@ -1,0 +1,329 @@
+// A Llama-style decoder (Touvron et al. 2023) for GGUF arch `llama`: RMSNorm, RoPE in
+// normal (adjacent-pair) mode, grouped-query attention, SwiGLU FFN, tied or separate
+// output, and the Mistral sliding window when the file sets one. The forward pass
+// follows llama.cpp's llm_build_llama (fixtures/MODELS.md §3).
+//
+// The model owns its gguf_file (weights are views into the mapping) and is written
+// against memory::kv_memory only: it writes each layer's K/V of the micro-batch the
+// memory applied and attends the views the memory gives, whatever the strategy.
+//
+//   MNEMO_ASSIGN_OR_RETURN(auto m, model::llama_model::open("model.gguf"));
+//   MNEMO_ASSIGN_OR_RETURN(auto ws, m.make_workspace(512));
+//   ... memory.apply(u, tokens) ...
+//   MNEMO_RETURN_IF_ERROR(m.forward(memory, u, ubatch, ws, n_threads));
+//   // ws.logits(): [ubatch.n_outputs, n_vocab], output tokens in micro-batch order
+#pragma once
+
+#include <cmath>
+#include <cstring>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "mnemo/attention/attend.hpp"
+#include "mnemo/base/aligned_buffer.hpp"
+#include "mnemo/batch/ubatch.hpp"
+#include "mnemo/memory/concepts.hpp"
+#include "mnemo/memory/full_cache.hpp"
+#include "mnemo/model/gguf.hpp"
+#include "mnemo/model/layers.hpp"
+#include "mnemo/model/llama_hparams.hpp"
+#include "mnemo/model/matmul.hpp"
+#include "mnemo/model/weight.hpp"
+
+namespace mnemo::model {
+
+struct llama_layer {
+  std::vector<float> attn_norm;  // [n_embd]
+  std::vector<float> ffn_norm;   // [n_embd]
+  weight wq;                     // [n_embd, n_head * d_k]  (ggml ne)
+  weight wk;                     // [n_embd, n_head_kv * d_k]
+  weight wv;                     // [n_embd, n_head_kv * d_v]
+  weight wo;                     // [n_head * d_v, n_embd]
+  weight gate, up;               // [n_embd, n_ff]
+  weight down;                   // [n_ff, n_embd]
+};
+
+/// Activations of one micro-batch of up to n_ubatch tokens, reused by every call
+/// (a warm decode allocates nothing).
+class llama_workspace {
+ public:
+  std::uint32_t n_ubatch() const noexcept { return n_ubatch_; }
+  /// [n_outputs, n_vocab] logits of the last forward(), its output tokens in
+  /// micro-batch order.
+  const float* logits() const noexcept { return logits_.data(); }
+  std::uint32_t n_outputs() const noexcept { return n_outputs_; }
+
+ private:
+  friend class llama_model;
+  std::uint32_t n_ubatch_ = 0, n_outputs_ = 0;
+  aligned_buffer<float> x_, h_, tmp_;  // [n_ubatch, n_embd]
+  aligned_buffer<float> q_, attn_;     // [n_ubatch, n_head * d]
+  aligned_buffer<float> k_, v_;        // [n_ubatch, n_head_kv * d]
+  aligned_buffer<float> gate_, up_;    // [n_ubatch, n_ff]
+  aligned_buffer<float> rope_;         // [n_ubatch, n_rot]: (cos, sin) per pair
+  aligned_buffer<float> logits_;       // [n_ubatch, n_vocab]
+  attention::workspace attn_ws_;
+  matmul_workspace mm_ws_;
+  memory::layer_views views_;
+};
+
+class llama_model {
+ public:
+  using workspace = llama_workspace;
+
+  /// Reads the hyper-parameters and checks every tensor's presence, shape and type.
+  static result<llama_model> load(gguf_file file) {
+    llama_model m;
+    MNEMO_ASSIGN_OR_RETURN(m.hp_, read_llama_hparams(file));
+    m.file_.emplace(std::move(file));  // tensor views stay valid: the mapping does not move
+    MNEMO_RETURN_IF_ERROR(m.bind_tensors());
+    return m;
+  }
+  static result<llama_model> open(const std::string& path) {
+    MNEMO_ASSIGN_OR_RETURN(gguf_file f, gguf_file::open(path));
+    auto m = load(std::move(f));
+    if (!m.is_ok()) return status(m.error()).with_context(path);
+    return m;
+  }
+
+  llama_model(llama_model&&) noexcept = default;
+  llama_model& operator=(llama_model&&) noexcept = default;
+
+  const llama_hparams& hparams() const noexcept { return hp_; }
+  std::uint32_t n_vocab() const noexcept { return hp_.n_vocab; }
+  std::uint32_t n_embd() const noexcept { return hp_.n_embd; }
+  std::uint32_t n_layer() const noexcept { return hp_.n_layer; }
+  bool tied_output() const noexcept { return tied_; }
+  const gguf_file& file() const noexcept { return *file_; }
+
+  /// The K/V geometry a memory needs for this model.
+  memory::kv_shape kv_shape() const noexcept {
+    return {hp_.n_layer, hp_.n_head_kv, hp_.d_k, hp_.d_v};
+  }
+  /// A full cache of `size` cells for this model (keys rotated as the model does).
+  memory::full_cache_config full_cache_config(std::size_t size, seq_id n_seq_max) const {
+    memory::full_cache_config c;
+    c.shape = kv_shape();
+    c.size = size;
+    c.n_seq_max = n_seq_max;
+    c.rope = hp_.rope();
+    return c;
+  }
+
+  result<llama_workspace> make_workspace(std::uint32_t n_ubatch) const {
+    if (n_ubatch == 0)
+      return make_status(status_code::invalid_argument, "llama: n_ubatch must be > 0");
+    llama_workspace ws;
+    ws.n_ubatch_ = n_ubatch;
+    const std::size_t n = n_ubatch, E = hp_.n_embd;
+    const std::size_t qd = std::size_t{hp_.n_head} * hp_.d_k,
+                      ad = std::size_t{hp_.n_head} * hp_.d_v;
+    auto make = [&](aligned_buffer<float>& b, std::size_t count) -> status {
+      auto r = aligned_buffer<float>::make(count);
+      if (!r.is_ok()) return r.error();
+      b = std::move(r).value();
+      return {};
+    };
+    MNEMO_RETURN_IF_ERROR(make(ws.x_, n * E));
+    MNEMO_RETURN_IF_ERROR(make(ws.h_, n * std::max<std::size_t>(E, ad)));
+    MNEMO_RETURN_IF_ERROR(make(ws.tmp_, n * E));
+    MNEMO_RETURN_IF_ERROR(make(ws.q_, n * qd));
+    MNEMO_RETURN_IF_ERROR(make(ws.attn_, n * ad));
+    MNEMO_RETURN_IF_ERROR(make(ws.k_, n * hp_.n_head_kv * hp_.d_k));
+    MNEMO_RETURN_IF_ERROR(make(ws.v_, n * hp_.n_head_kv * hp_.d_v));
+    MNEMO_RETURN_IF_ERROR(make(ws.gate_, n * hp_.n_ff));
+    MNEMO_RETURN_IF_ERROR(make(ws.up_, n * hp_.n_ff));
+    MNEMO_RETURN_IF_ERROR(make(ws.rope_, n * hp_.n_rot));
+    MNEMO_RETURN_IF_ERROR(make(ws.logits_, n * hp_.n_vocab));
+    return ws;
+  }
+
+  /// Computes micro-batch u (already applied to `mem`): writes every layer's K/V into
+  /// the memory, attends, and leaves the logits of the tokens with ub.output set in
+  /// ws.logits(). A status for a micro-batch larger than the workspace, a token id
+  /// outside the vocabulary, or an attention error; the caller rolls the memory back.
+  template <simd::isa_tag Isa = simd::native, memory::kv_memory Memory>
+  status forward(Memory& mem, std::size_t u, const ubatch& ub, llama_workspace& ws,
+                 int n_threads) const {
+    using KE = typename Memory::k_element;
+    using VE = typename Memory::v_element;
+    const std::size_t n = ub.n_tokens(), E = hp_.n_embd, F = hp_.n_ff;
+    const std::size_t kd = std::size_t{hp_.n_head_kv} * hp_.d_k;
+    const std::size_t vd = std::size_t{hp_.n_head_kv} * hp_.d_v;
+    const std::size_t qd = std::size_t{hp_.n_head} * hp_.d_k;
+    const std::size_t ad = std::size_t{hp_.n_head} * hp_.d_v;
+    ws.n_outputs_ = 0;
+    if (n == 0) return {};
+    if (n > ws.n_ubatch_)
+      return make_status(status_code::invalid_argument,
+                         "llama: micro-batch of %zu tokens exceeds the workspace's n_ubatch %u", n,
+                         ws.n_ubatch_);
+    float *x = ws.x_.data(), *h = ws.h_.data(), *tmp = ws.tmp_.data();
+    float *q = ws.q_.data(), *k = ws.k_.data(), *v = ws.v_.data(), *att = ws.attn_.data();
+
+    MNEMO_RETURN_IF_ERROR(embed<Isa>(ub, x));
+    fill_rope(ub, ws.rope_.data());
+
+    const attention::shape sh{hp_.n_head, hp_.n_head_kv, hp_.d_k, hp_.d_v};
+    const attention::params ap = hp_.attention_params();
+    const attention::options opt{n_threads};
+    for (std::size_t l = 0; l < hp_.n_layer; ++l) {
+      const llama_layer& L = layers_[l];
+      // Attention block: h = norm(x); q, k, v = W h; rope(q, k); x += Wo attend(q, K, V).
+      for (std::size_t t = 0; t < n; ++t)
+        rms_norm<Isa>(x + t * E, L.attn_norm.data(), h + t * E, E, hp_.rms_eps);
+      mul_mat<Isa>(L.wq, h, E, n, q, qd, n_threads, ws.mm_ws_);
+      mul_mat<Isa>(L.wk, h, E, n, k, kd, n_threads, ws.mm_ws_);
+      mul_mat<Isa>(L.wv, h, E, n, v, vd, n_threads, ws.mm_ws_);
+      for (std::size_t t = 0; t < n; ++t) {
+        const float* cs = ws.rope_.data() + t * hp_.n_rot;
+        for (std::size_t hd = 0; hd < hp_.n_head; ++hd) rotate(q + t * qd + hd * hp_.d_k, cs);
+        for (std::size_t hd = 0; hd < hp_.n_head_kv; ++hd) rotate(k + t * kd + hd * hp_.d_k, cs);
+        mem.template write_kv<Isa>(l, u, t, k + t * kd, v + t * vd);
+      }
+      mem.views(l, u, ws.views_);
+      const attention::query_batch qb{
+          q, n, ub.pos.data(), ub.seq.data(),
+          ws.views_.token_stream.empty() ? nullptr : ws.views_.token_stream.data()};
+      MNEMO_RETURN_IF_ERROR(
+          (attention::attend<Isa, KE, VE>(sh, ap, qb, ws.views_.streams, att, ws.attn_ws_, opt))
+              .with_context("llama"));
+      mul_mat<Isa>(L.wo, att, ad, n, tmp, E, n_threads, ws.mm_ws_);
+      for (std::size_t t = 0; t < n; ++t) add_to<Isa>(x + t * E, tmp + t * E, E);
+
+      // FFN block: x += down(silu(gate h) * up h), h = norm(x).
+      for (std::size_t t = 0; t < n; ++t)
+        rms_norm<Isa>(x + t * E, L.ffn_norm.data(), h + t * E, E, hp_.rms_eps);
+      mul_mat<Isa>(L.gate, h, E, n, ws.gate_.data(), F, n_threads, ws.mm_ws_);
+      mul_mat<Isa>(L.up, h, E, n, ws.up_.data(), F, n_threads, ws.mm_ws_);
+      parallel_for(n, n_threads, [&](std::size_t t, int) {
+        swiglu<Isa>(ws.gate_.data() + t * F, ws.up_.data() + t * F, F);
+      });
+      mul_mat<Isa>(L.down, ws.gate_.data(), F, n, tmp, E, n_threads, ws.mm_ws_);
+      for (std::size_t t = 0; t < n; ++t) add_to<Isa>(x + t * E, tmp + t * E, E);
+    }
+
+    // Output: only the rows that asked for logits go through the vocabulary product.
+    std::size_t n_out = 0;
+    for (std::size_t t = 0; t < n; ++t)
+      if (ub.output[t])
+        rms_norm<Isa>(x + t * E, output_norm_.data(), h + n_out++ * E, E, hp_.rms_eps);
+    mul_mat<Isa>(output_, h, E, n_out, ws.logits_.data(), hp_.n_vocab, n_threads, ws.mm_ws_);
+    ws.n_outputs_ = static_cast<std::uint32_t>(n_out);
+    return {};
+  }
+
+ private:
+  llama_model() = default;
+
+  template <simd::isa_tag Isa>
+  status embed(const ubatch& ub, float* x) const {
+    const std::size_t E = hp_.n_embd;
+    for (std::uint32_t t = 0; t < ub.n_tokens(); ++t) {
+      if (ub.source->has_embeddings()) {
+        const auto row = ub.embd(t);
+        if (row.size() != E)
+          return make_status(status_code::invalid_argument,
+                             "llama: embedding row of %zu values, the model has n_embd %zu",
+                             row.size(), E);
+        std::memcpy(x + t * E, row.data(), E * sizeof(float));
+        continue;
+      }
+      const token_id id = ub.token(t);
+      if (id < 0 || static_cast<std::uint32_t>(id) >= hp_.n_vocab)
+        return make_status(status_code::out_of_range, "llama: token %d is outside [0, %u)", id,
+                           hp_.n_vocab);
+      get_row<Isa>(token_embd_, static_cast<std::size_t>(id), x + t * E);
+    }
+    return {};
+  }
+
+  /// Per token, (cos, sin) of every rotated pair, computed as ggml does: the angle
+  /// p * freq_scale * base^(-2i/n_rot) as a float running product (ggml_rope_cache_init).
+  /// Measured (MODELS.md §2): this halves the f32 difference to llama.cpp at position
+  /// 300 compared with angles in double.
+  void fill_rope(const ubatch& ub, float* cs) const {
+    const float theta_scale = std::pow(hp_.rope_freq_base, -2.0f / static_cast<float>(hp_.n_rot));
+    for (std::uint32_t t = 0; t < ub.n_tokens(); ++t) {
+      float theta = static_cast<float>(ub.pos[t]);
+      float* row = cs + std::size_t{t} * hp_.n_rot;
+      for (std::size_t i = 0; i < hp_.n_rot; i += 2) {
+        const float a = hp_.rope_freq_scale * theta;
+        row[i] = std::cos(a);
+        row[i + 1] = std::sin(a);
+        theta *= theta_scale;
+      }
+    }
+  }
+
+  /// Normal-mode RoPE on one head [d_k]: pairs (2i, 2i + 1), the rest unchanged.
+  void rotate(float* x, const float* cs) const noexcept {
+    for (std::size_t i = 0; i < hp_.n_rot; i += 2) {
+      const float x0 = x[i], x1 = x[i + 1], c = cs[i], s = cs[i + 1];
+      x[i] = x0 * c - x1 * s;
+      x[i + 1] = x0 * s + x1 * c;
+    }
+  }
+
+  result<weight> matrix(const std::string& name, std::size_t n_in, std::size_t n_out) const {
+    MNEMO_ASSIGN_OR_RETURN(const gguf_tensor* t, file_->require_tensor(name));
+    auto w = weight_from_gguf(*t, n_in, n_out);
+    if (!w.is_ok()) return status(w.error()).with_context("llama");
+    return std::move(w).value();
+  }
+
+  result<std::vector<float>> norm(const std::string& name) const {
+    MNEMO_ASSIGN_OR_RETURN(weight w, matrix(name, hp_.n_embd, 1));
+    std::vector<float> out(hp_.n_embd);
+    get_row<simd::scalar>(w, 0, out.data());
+    return out;
+  }
+
+  status bind_tensors() {
+    const std::size_t E = hp_.n_embd, V = hp_.n_vocab, F = hp_.n_ff;
+    const std::size_t qd = std::size_t{hp_.n_head} * hp_.d_k,
+                      ad = std::size_t{hp_.n_head} * hp_.d_v;
+    const std::size_t kd = std::size_t{hp_.n_head_kv} * hp_.d_k;
+    const std::size_t vd = std::size_t{hp_.n_head_kv} * hp_.d_v;
+    MNEMO_ASSIGN_OR_RETURN(token_embd_, matrix("token_embd.weight", E, V));
+    MNEMO_ASSIGN_OR_RETURN(output_norm_, norm("output_norm.weight"));
+    tied_ = file_->find_tensor("output.weight") == nullptr;
+    if (tied_) {
+      output_ = token_embd_;
+    } else {
+      MNEMO_ASSIGN_OR_RETURN(output_, matrix("output.weight", E, V));
+    }
+    layers_.resize(hp_.n_layer);
+    for (std::uint32_t l = 0; l < hp_.n_layer; ++l) {
+      const std::string b = "blk." + std::to_string(l) + ".";
+      // Tensors this decoder would silently ignore are refused instead.
+      for (const char* extra : {"attn_q.bias", "attn_k.bias", "attn_v.bias", "attn_output.bias",
+                                "ffn_gate_inp.weight", "attn_q_norm.weight", "attn_k_norm.weight"})
+        if (file_->find_tensor(b + extra) != nullptr)
+          return make_status(status_code::unsupported,
+                             "llama: tensor '%s%s' (biases, experts or QK-norm) is not supported",
+                             b.c_str(), extra);
+      llama_layer& L = layers_[l];
+      MNEMO_ASSIGN_OR_RETURN(L.attn_norm, norm(b + "attn_norm.weight"));
+      MNEMO_ASSIGN_OR_RETURN(L.ffn_norm, norm(b + "ffn_norm.weight"));
+      MNEMO_ASSIGN_OR_RETURN(L.wq, matrix(b + "attn_q.weight", E, qd));
+      MNEMO_ASSIGN_OR_RETURN(L.wk, matrix(b + "attn_k.weight", E, kd));
+      MNEMO_ASSIGN_OR_RETURN(L.wv, matrix(b + "attn_v.weight", E, vd));
+      MNEMO_ASSIGN_OR_RETURN(L.wo, matrix(b + "attn_output.weight", ad, E));
+      MNEMO_ASSIGN_OR_RETURN(L.gate, matrix(b + "ffn_gate.weight", E, F));
+      MNEMO_ASSIGN_OR_RETURN(L.up, matrix(b + "ffn_up.weight", E, F));
+      MNEMO_ASSIGN_OR_RETURN(L.down, matrix(b + "ffn_down.weight", F, E));
+    }
+    return {};
+  }
+
+  std::optional<gguf_file> file_;  // optional only because gguf_file has no empty state
+  llama_hparams hp_;
+  weight token_embd_, output_;
+  std::vector<float> output_norm_;
+  std::vector<llama_layer> layers_;
+  bool tied_ = false;
+};
+
+}  // namespace mnemo::model
