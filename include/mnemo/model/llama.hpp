@@ -23,6 +23,7 @@
 #include "mnemo/attention/attend.hpp"
 #include "mnemo/base/aligned_buffer.hpp"
 #include "mnemo/batch/ubatch.hpp"
+#include "mnemo/evict/observe.hpp"
 #include "mnemo/memory/concepts.hpp"
 #include "mnemo/memory/full_cache.hpp"
 #include "mnemo/model/gguf.hpp"
@@ -186,9 +187,15 @@ class llama_model {
       const attention::query_batch qb{
           q, n, ub.pos.data(), ub.seq.data(),
           ws.views_.token_stream.empty() ? nullptr : ws.views_.token_stream.data()};
-      MNEMO_RETURN_IF_ERROR(
-          (attention::attend<Isa, KE, VE>(sh, ap, qb, ws.views_.streams, att, ws.attn_ws_, opt))
-              .with_context("llama"));
+      if constexpr (evict::attention_observer<Memory>) {  // e.g. bounded<Policy>: stats, evict
+        MNEMO_RETURN_IF_ERROR((evict::attend_observed<Isa, KE, VE>(mem, l, u, sh, ap, qb, ws.views_,
+                                                                   att, ws.attn_ws_, opt))
+                                  .with_context("llama"));
+      } else {
+        MNEMO_RETURN_IF_ERROR(
+            (attention::attend<Isa, KE, VE>(sh, ap, qb, ws.views_.streams, att, ws.attn_ws_, opt))
+                .with_context("llama"));
+      }
       mul_mat<Isa>(L.wo, att, ad, n, tmp, E, n_threads, ws.mm_ws_);
       for (std::size_t t = 0; t < n; ++t) add_to<Isa>(x + t * E, tmp + t * E, E);
 

@@ -1,0 +1,86 @@
+// A user-defined eviction policy in a few lines: keep the tokens whose values are
+// largest (the value-norm term of keys_values' h2o-vlen, spec/eviction.md §1 row 3),
+// plus the first token and a short recent window. The concept checks it at compile
+// time (remove score() and the compiler says what is missing: docs/eviction.md).
+//
+//   custom_policy [n_tokens] [budget]
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+
+#include "common/random_llama.hpp"
+
+#include "mnemo/context.hpp"
+#include "mnemo/evict/concepts.hpp"
+#include "mnemo/memory/bounded.hpp"
+#include "mnemo/model/llama.hpp"
+
+// ---- the policy ------------------------------------------------------------------
+struct value_norm_policy : mnemo::evict::policy_defaults {
+  static constexpr std::size_t state_floats = 1;  // ||v|| summed over KV heads
+  std::size_t n_head_kv = 1, d_v = 0;
+  std::size_t recent = 4;
+
+  void on_insert(const mnemo::evict::step_info&, mnemo::evict::slot_view v, std::size_t slot,
+                 const float*, const float* val) const noexcept {
+    float norms = 0.0f;
+    for (std::size_t h = 0; h < n_head_kv; ++h) {
+      float s = 0.0f;
+      for (std::size_t i = 0; i < d_v; ++i) s += val[h * d_v + i] * val[h * d_v + i];
+      norms += std::sqrt(s);
+    }
+    v.state[slot] = norms;
+  }
+  float score(const mnemo::evict::step_info&, mnemo::evict::slot_view v,
+              std::size_t slot) const noexcept {
+    return v.state[slot];  // the smallest values go first
+  }
+  bool protect(const mnemo::evict::step_info& s, mnemo::evict::slot_view v,
+               std::size_t slot) const noexcept {
+    return v.pos[slot] == 0 || mnemo::evict::in_recent_window(s, v, slot, recent);
+  }
+};
+static_assert(mnemo::evict::eviction_policy<value_norm_policy>);
+// ---------------------------------------------------------------------------------
+
+int main(int argc, char** argv) {
+  using namespace mnemo;
+  const int n_tokens = argc > 1 ? std::atoi(argv[1]) : 64;
+  const std::size_t budget = argc > 2 ? static_cast<std::size_t>(std::atoi(argv[2])) : 16;
+  mnemo_examples::random_llama_config rc;
+  rc.n_vocab = 260, rc.n_embd = 64, rc.n_layer = 2, rc.n_head = 4, rc.n_head_kv = 2, rc.n_ff = 128;
+  rc.weight_type = dtype::element_type::f32;
+  const auto path = (std::filesystem::temp_directory_path() / "mnemo_custom_policy.gguf").string();
+  if (status st = mnemo_examples::write_random_llama(rc, path); !st) {
+    std::fprintf(stderr, "%s\n", st.message().c_str());
+    return 1;
+  }
+  auto model = model::llama_model::open(path);
+  if (!model.is_ok()) return std::fprintf(stderr, "%s\n", model.error().message().c_str()), 1;
+  const auto& m = model.value();
+
+  value_norm_policy p;
+  p.n_head_kv = m.hparams().n_head_kv;
+  p.d_v = m.hparams().d_v;
+  memory::bounded_config c;
+  c.shape = m.kv_shape();
+  c.budget = budget;
+  c.max_ubatch = 32;
+  c.rope = m.hparams().rope();
+  using memory_t = memory::bounded<value_norm_policy, dtype::f16>;
+  auto ctx = context<model::llama_model, memory_t>::make(m, memory_t::make(c, p).value(),
+                                                         {.n_ubatch = 32, .n_seq_max = 1});
+  if (!ctx.is_ok()) return std::fprintf(stderr, "%s\n", ctx.error().message().c_str()), 1;
+  for (int t = 0; t < n_tokens; ++t) {
+    batch b;
+    b.add(static_cast<token_id>(3 + t % 250), t, {0}, true);
+    if (status st = ctx->decode(b); !st)
+      return std::fprintf(stderr, "%s\n", st.message().c_str()), 1;
+  }
+  std::printf("decoded %d tokens with budget %zu; layer 0 keeps positions:", n_tokens, budget);
+  for (pos_t q : ctx->memory().lane_of(0, 0).pos)
+    if (q >= 0) std::printf(" %d", q);
+  std::printf("\n%s", ctx->memory().report().to_string().c_str());
+  return 0;
+}

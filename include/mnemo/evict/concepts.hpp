@@ -1,0 +1,130 @@
+// The eviction policy concept (spec/eviction.md §4): what a policy of the bounded
+// KV strategy (memory/bounded.hpp) sees and decides. The cache owns storage,
+// positions, per-slot policy state, budgets and victim selection; a policy only
+// scores slots. That keeps a policy small (a few functions, a handful of lines) and
+// makes sequence operations, state files and rollback policy-agnostic: the per-slot
+// state is plain floats that the cache copies, moves, saves and restores with the
+// slot it belongs to.
+//
+// Order of a call for one (sequence, layer) (spec §4.4, "attend first, then evict"):
+//   1. the new tokens are written into free slots; on_insert(step, slots, slot, k, v)
+//   2. req = request(step); attention runs with the null sink when req is empty
+//      (always, when uses_attention is false: the mass export is not even compiled)
+//   3. on_attention(step, slots, mass) when req asked for rows
+//   4. while more than `budget` slots are live, the cache evicts the unprotected slot
+//      with the lowest score (ties: the oldest position, then the lowest slot), then
+//      protected ones the same way if the protected set alone exceeds the budget.
+#pragma once
+
+#include <concepts>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <span>
+
+#include "mnemo/base/seq_set.hpp"
+
+namespace mnemo::evict {
+
+/// One attention call of one sequence in one layer.
+struct step_info {
+  std::size_t layer = 0;
+  seq_id seq = 0;
+  pos_t pos_end = 0;      // 1 + the sequence's newest position after this call
+  std::size_t n_new = 0;  // tokens of this sequence in the call (> 1: a prefill chunk)
+  bool prefill() const noexcept { return n_new > 1; }
+};
+
+/// The slots of one (sequence, layer): positions and the policy's per-slot state.
+/// state[slot * state_floats + i]; entries of empty slots are unspecified.
+struct slot_view {
+  std::span<const pos_t> pos;  // [capacity]; < 0: empty
+  std::span<float> state;      // [capacity * Policy::state_floats]
+  bool live(std::size_t slot) const noexcept { return pos[slot] >= 0; }
+};
+
+/// Which query rows of the call a policy wants attention mass from: the last
+/// `last_rows` tokens of the sequence in the call (all_rows: every one). 0: none.
+struct stats_request {
+  std::size_t last_rows = 0;
+  static constexpr std::size_t all_rows = std::numeric_limits<std::size_t>::max();
+  bool empty() const noexcept { return last_rows == 0; }
+};
+
+/// Attention mass of the requested rows (attention::mass_sink's E1 export):
+/// mass[h * stride + slot] = sum over the requested rows and the GQA group of head h
+/// of the softmax weight on `slot`. Each row's weights sum to 1 over the live slots,
+/// so the total is rows * n_head (rows * group per KV head).
+struct attention_mass {
+  const float* mass = nullptr;  // [n_head_kv, stride]
+  std::size_t stride = 0;       // slots covered (a prefix of the capacity)
+  std::size_t n_head_kv = 0, rows = 0;
+  float at(std::size_t h, std::size_t slot) const noexcept { return mass[h * stride + slot]; }
+  /// The slot's mass summed over KV heads.
+  float total(std::size_t slot) const noexcept {
+    float s = 0.0f;
+    for (std::size_t h = 0; h < n_head_kv; ++h) s += at(h, slot);
+    return s;
+  }
+};
+
+/// An eviction policy. Members (all const: runtime parameters only, STYLE rule 3):
+///   static constexpr std::size_t state_floats   per-slot floats the cache keeps
+///   static constexpr bool uses_attention         false: the mass export is compiled out
+///   stats_request request(const step_info&)      which rows' mass this call needs
+///   void on_insert(const step_info&, slot_view, std::size_t slot,
+///                  const float* k, const float* v)  k: [n_head_kv, d_k], v: [n_head_kv, d_v] f32
+///   void on_attention(const step_info&, slot_view, const attention_mass&)
+///   float score(const step_info&, slot_view, std::size_t slot)   lower is evicted first
+///   bool protect(const step_info&, slot_view, std::size_t slot)  evicted only as a last resort
+template <class P>
+concept eviction_policy = std::copy_constructible<P> && requires {
+  { P::state_floats } -> std::convertible_to<std::size_t>;
+  { P::uses_attention } -> std::convertible_to<bool>;
+} && requires(const P& p, const step_info& s, slot_view v, std::size_t slot, const float* k,
+              const attention_mass& m) {
+  { p.request(s) }
+  noexcept->std::same_as<stats_request>;
+  { p.on_insert(s, v, slot, k, k) }
+  noexcept;
+  { p.on_attention(s, v, m) }
+  noexcept;
+  { p.score(s, v, slot) }
+  noexcept->std::convertible_to<float>;
+  { p.protect(s, v, slot) }
+  noexcept->std::convertible_to<bool>;
+};
+
+/// The readable check a cache applies to its policy argument (STYLE rule 5).
+template <class P>
+struct check_policy {
+  static_assert(eviction_policy<P>,
+                "mnemo::evict: this type is not an eviction policy. It needs `static constexpr "
+                "std::size_t state_floats`, `static constexpr bool uses_attention`, and const "
+                "noexcept members request(step_info) -> stats_request, on_insert(step_info, "
+                "slot_view, slot, k, v), on_attention(step_info, slot_view, attention_mass), "
+                "score(step_info, slot_view, slot) -> float and protect(step_info, slot_view, "
+                "slot) -> bool. See docs/eviction.md, \"Writing a policy\".");
+  static constexpr bool value = eviction_policy<P>;
+};
+
+/// Base for policies that need no per-slot hook: empty on_insert / on_attention and
+/// no attention request. A policy derives from it and overrides what it uses.
+struct policy_defaults {
+  static constexpr std::size_t state_floats = 0;
+  static constexpr bool uses_attention = false;
+  stats_request request(const step_info&) const noexcept { return {}; }
+  void on_insert(const step_info&, slot_view, std::size_t, const float*,
+                 const float*) const noexcept {}
+  void on_attention(const step_info&, slot_view, const attention_mass&) const noexcept {}
+  bool protect(const step_info&, slot_view, std::size_t) const noexcept { return false; }
+};
+
+/// Whether `slot` holds one of the `window` newest positions of the sequence.
+inline bool in_recent_window(const step_info& s, slot_view v, std::size_t slot,
+                             std::size_t window) noexcept {
+  return static_cast<std::int64_t>(v.pos[slot]) >=
+         static_cast<std::int64_t>(s.pos_end) - static_cast<std::int64_t>(window);
+}
+
+}  // namespace mnemo::evict

@@ -1,0 +1,293 @@
+// The bounded KV strategy, bounded<Policy, KE, VE> (issue 9, spec/eviction.md §4):
+// every (sequence, layer) keeps at most `budget` cells between calls; a call writes
+// its tokens into free slots, attends, and then evicts down to the budget by the
+// policy's scores ("attend first, then evict": each token is scored before it can
+// go). Eviction frees slots in place; the policy's per-slot state stays with its
+// slot. Each layer keeps its own slot set (per-layer granularity).
+//
+// Layout: one lane per (sequence, layer) of capacity = budget + max_ubatch slots
+// (the slack holds one micro-batch of a sequence before eviction), positions and
+// policy state per slot, K/V rows in one kv_storage of n_seq_max * capacity cells.
+// A lane's live slots are kept within a dense prefix: new tokens take the lowest
+// free slots and, when a call leaves holes below the highest live slot (after a
+// multi-token eviction), the highest cells move into them. So a decode step hands
+// attention at most budget + 1 cells per layer and sequence, and a steady decode
+// moves no row (the victim's slot takes the next token).
+//
+// Positions: position_mode::original keeps each token's position (no re-rotation;
+// the queries keep their absolute positions); position_mode::compact renumbers the
+// kept tokens 0..n-1 after an eviction and re-rotates their keys by the difference
+// (StreamingLLM's positions within the cache), so seq_pos_max() is n - 1.
+// seq_pos_max() is the logical newest position, which an eviction does not lower.
+//
+// Transactions: the first change of a lane in a batch snapshots its positions and
+// state, and a K/V row that was live when the batch began is saved before it is
+// overwritten, so rollback() restores evictions, moves and new tokens exactly.
+// Like split_stream, a token belongs to one sequence (coupled tokens are refused).
+#pragma once
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+#include <span>
+#include <vector>
+
+#include "mnemo/attention/rope.hpp"
+#include "mnemo/attention/sink.hpp"
+#include "mnemo/batch/strategies.hpp"
+#include "mnemo/dtype/dtype.hpp"
+#include "mnemo/dtype/rows.hpp"
+#include "mnemo/evict/concepts.hpp"
+#include "mnemo/memory/concepts.hpp"
+#include "mnemo/memory/kv_storage.hpp"
+#include "mnemo/memory/types.hpp"
+
+namespace mnemo::memory {
+
+enum class position_mode : std::uint8_t {
+  original,  // tokens keep their positions (kvpress, H2O, SnapKV; no re-rotation)
+  compact,   // kept tokens renumbered 0..n-1, keys re-rotated (StreamingLLM streaming)
+};
+
+struct bounded_config {
+  kv_shape shape;
+  std::size_t budget = 0;        // cells kept per sequence and layer between calls
+  std::size_t max_ubatch = 512;  // most tokens of one sequence in one micro-batch
+  seq_id n_seq_max = 1;
+  attention::rope_config rope;  // how cached keys were rotated (shifts, compact mode)
+  bool shift_supported = true;
+  position_mode positions = position_mode::original;
+
+  std::size_t capacity() const noexcept { return budget + max_ubatch; }
+};
+
+/// What views() handed to attention so far (the "reads at most B cells" check).
+struct bounded_view_stats {
+  std::size_t calls = 0;           // views() calls
+  std::size_t max_cells = 0;       // most cells of one sequence's view
+  std::size_t max_new_tokens = 0;  // with this many tokens of that sequence in the call
+};
+
+template <class Policy, dtype::kv_element KE, dtype::kv_element VE = KE>
+class bounded {
+  static_assert(evict::check_policy<Policy>::value);
+
+ public:
+  using k_element = KE;
+  using v_element = VE;
+  using policy_type = Policy;
+  /// The model asks for attention mass only when the policy can use it (compile time).
+  static constexpr bool wants_attention_stats = Policy::uses_attention;
+  static constexpr std::size_t state_floats = Policy::state_floats;
+
+  /// One (sequence, layer): slot positions (< 0: free) and the policy's state.
+  struct lane {
+    std::vector<pos_t> pos;    // [capacity]
+    std::vector<float> state;  // [capacity * state_floats]
+    std::size_t live = 0;      // slots with pos >= 0
+    std::size_t top = 0;       // 1 + the highest live slot (0: empty)
+  };
+
+  static result<bounded> make(const bounded_config& cfg, Policy policy = {}) {
+    if (cfg.n_seq_max < 1 || cfg.n_seq_max > k_max_seq)
+      return make_status(status_code::invalid_argument, "bounded: n_seq_max %d is outside [1, %d]",
+                         cfg.n_seq_max, k_max_seq);
+    if (cfg.max_ubatch == 0)
+      return make_status(status_code::invalid_argument, "bounded: max_ubatch must be > 0");
+    MNEMO_RETURN_IF_ERROR(cfg.rope.validate(cfg.shape.d_k));
+    bounded b;
+    b.cfg_ = cfg;
+    b.policy_ = std::move(policy);
+    const std::size_t cap = cfg.capacity(), n_seq = static_cast<std::size_t>(cfg.n_seq_max);
+    MNEMO_ASSIGN_OR_RETURN(b.kv_, (kv_storage<KE, VE>::make(cfg.shape, n_seq * cap)));
+    b.lanes_.resize(n_seq * cfg.shape.n_layer);
+    for (lane& ln : b.lanes_) {
+      ln.pos.assign(cap, -1);
+      ln.state.assign(cap * state_floats, 0.0f);
+    }
+    b.pos_max_.assign(n_seq, -1);
+    b.snap_of_.assign(b.lanes_.size(), -1);
+    return b;
+  }
+
+  const bounded_config& config() const noexcept { return cfg_; }
+  const Policy& policy() const noexcept { return policy_; }
+  std::size_t capacity() const noexcept { return cfg_.capacity(); }
+  const lane& lane_of(seq_id s, std::size_t layer) const noexcept {
+    return lanes_[static_cast<std::size_t>(s) * cfg_.shape.n_layer + layer];
+  }
+  const kv_storage<KE, VE>& kv() const noexcept { return kv_; }
+  /// The storage cell of slot `slot` of sequence s.
+  std::size_t cell_of(seq_id s, std::size_t slot) const noexcept {
+    return static_cast<std::size_t>(s) * capacity() + slot;
+  }
+  const bounded_view_stats& view_stats() const noexcept { return vstats_; }
+  void reset_view_stats() noexcept { vstats_ = {}; }
+  bool can_shift() const noexcept { return cfg_.shift_supported; }
+  static equal_split split_strategy(std::uint32_t n_ubatch) noexcept { return {n_ubatch, true}; }
+  bool in_batch() const noexcept { return tx_open_ || !plan_.empty(); }
+
+  pos_t seq_pos_min(seq_id s) const noexcept {
+    if (!valid(s)) return -1;
+    pos_t m = -1;
+    for (std::size_t l = 0; l < cfg_.shape.n_layer; ++l)
+      for (pos_t p : lane_of(s, l).pos)
+        if (p >= 0 && (m < 0 || p < m)) m = p;
+    return m;
+  }
+  /// The newest position of s (evicted or not); -1 when s holds nothing.
+  pos_t seq_pos_max(seq_id s) const noexcept {
+    return valid(s) ? pos_max_[static_cast<std::size_t>(s)] : -1;
+  }
+
+  // ---- sequence operations (spec/memory.md §1.3) ---------------------------------
+
+  status seq_rm(seq_id s, pos_t p0, pos_t p1);
+  status seq_cp(seq_id src, seq_id dst, pos_t p0, pos_t p1);
+  status seq_keep(seq_id s);
+  status seq_add(seq_id s, pos_t p0, pos_t p1, pos_t delta);
+  status seq_div(seq_id s, pos_t p0, pos_t p1, int d);
+  void clear(bool data);
+  /// Shifts are applied when requested: nothing is pending.
+  status update() { return no_open_batch("update"); }
+
+  // ---- planning, transactions, the model's interface -----------------------------
+
+  /// Checks every token (one sequence each) and that each micro-batch's tokens of a
+  /// sequence fit its free slots, given that every call ends at most at the budget.
+  status prepare(std::span<const ubatch_tokens> ubatches);
+  /// Places micro-batch u's tokens in free slots of every layer (and closes holes).
+  status apply(std::size_t u, const ubatch_tokens& ub);
+  void commit();
+  void rollback();
+
+  /// K/V of token j of micro-batch u in one layer; k: [n_head_kv, d_k] f32,
+  /// v: [n_head_kv, d_v] f32. The policy sees the f32 rows (on_insert).
+  template <class Isa = simd::native>
+  void write_kv(std::size_t layer, std::size_t u, std::size_t j, const float* k,
+                const float* v) noexcept {
+    const planned& pl = plan_[u];
+    const seq_step& ss = pl.seqs[pl.token_seq[j]];
+    const std::uint32_t slot = pl.slots[j * cfg_.shape.n_layer + layer];
+    const std::size_t c = cell_of(ss.seq, slot);
+    const auto& sh = cfg_.shape;
+    dtype::encode_row<Isa>(k, kv_.k(layer, c), sh.n_head_kv * sh.d_k);
+    dtype::encode_row<Isa>(v, kv_.v(layer, c), sh.n_head_kv * sh.d_v);
+    policy_.on_insert(step(ss, layer), view_of(mut_lane(ss.seq, layer)), slot, k, v);
+  }
+
+  /// One kv_view per sequence of micro-batch u (increasing id): one segment over
+  /// the lane's dense prefix [0, top).
+  void views(std::size_t layer, std::size_t u, layer_views& out) const;
+
+  /// Fills `sink` with mass buffers for the sequences whose policy asks for
+  /// statistics in this layer and call; false when none does (null-sink path).
+  bool stats_sink(std::size_t layer, std::size_t u, attention::mass_sink& sink);
+  /// After attention of one layer: hands the policy the mass (when collected), then
+  /// evicts every sequence of micro-batch u down to the budget.
+  status after_attention(std::size_t layer, std::size_t u, bool had_stats);
+
+  memory_report report() const;
+
+  // ---- for state_read (bounded_state.hpp) ----------------------------------------
+  lane& mutable_lane(seq_id s, std::size_t layer) noexcept { return mut_lane(s, layer); }
+  kv_storage<KE, VE>& mutable_kv() noexcept { return kv_; }
+  void set_pos_max(seq_id s, pos_t p) noexcept { pos_max_[static_cast<std::size_t>(s)] = p; }
+  static void recount(lane& ln) noexcept {
+    ln.live = 0;
+    ln.top = 0;
+    for (std::size_t i = 0; i < ln.pos.size(); ++i)
+      if (ln.pos[i] >= 0) {
+        ++ln.live;
+        ln.top = i + 1;
+      }
+  }
+
+ private:
+  struct seq_step {
+    seq_id seq;
+    std::size_t n_new;
+    pos_t pos_end;
+    std::size_t view;  // index of the sequence's kv_view
+  };
+  struct planned {
+    std::vector<seq_step> seqs;            // sorted by sequence id
+    std::vector<std::uint32_t> token_seq;  // [n_tokens] index into seqs
+    std::vector<std::uint32_t> slots;      // [n_tokens * n_layer]
+  };
+  struct snapshot {
+    std::size_t lane;
+    std::vector<pos_t> pos;
+    std::vector<float> state;
+    std::vector<std::uint8_t> saved;  // row saved (per slot)
+    std::size_t live, top;
+  };
+  struct row_save {
+    std::size_t layer, cell, offset;
+  };
+
+  bounded() = default;
+
+  bool valid(seq_id s) const noexcept { return s >= 0 && s < cfg_.n_seq_max; }
+  lane& mut_lane(seq_id s, std::size_t layer) noexcept {
+    return lanes_[static_cast<std::size_t>(s) * cfg_.shape.n_layer + layer];
+  }
+  static evict::slot_view view_of(lane& ln) noexcept { return {ln.pos, ln.state}; }
+  evict::step_info step(const seq_step& ss, std::size_t layer) const noexcept {
+    return {layer, ss.seq, ss.pos_end, ss.n_new};
+  }
+  status no_open_batch(const char* op) const {
+    if (!in_batch()) return {};
+    return make_status(status_code::invalid_argument,
+                       "%s: a batch is prepared or being applied; commit() or rollback() first",
+                       op);
+  }
+
+  // Transaction log: a lane's first change snapshots it; rows live at the start of
+  // the batch are saved before their first overwrite.
+  void touch(seq_id s, std::size_t layer);
+  void save_row(seq_id s, std::size_t layer, std::size_t slot);
+
+  void free_slot(lane& ln, std::size_t slot) noexcept {
+    ln.pos[slot] = -1;
+    --ln.live;
+    while (ln.top > 0 && ln.pos[ln.top - 1] < 0) --ln.top;
+  }
+  void move_slot(seq_id s, std::size_t layer, std::size_t from, std::size_t to);
+  void close_holes(seq_id s, std::size_t layer);
+  void evict_to_budget(const seq_step& ss, std::size_t layer);
+  void renumber(seq_id s, std::size_t layer);
+  /// Rotates the cached key of slot `slot` by delta positions (K-shift).
+  void rotate_key(std::size_t layer, std::size_t cell, const attention::rope_table& t);
+  template <class NewPos>
+  status shift_positions(seq_id s, pos_t p0, pos_t p1, const char* op, NewPos new_pos);
+
+  bounded_config cfg_;
+  Policy policy_;
+  kv_storage<KE, VE> kv_;
+  std::vector<lane> lanes_;     // [n_seq_max * n_layer]
+  std::vector<pos_t> pos_max_;  // [n_seq_max] logical newest position
+  std::vector<planned> plan_;
+  // transaction
+  bool tx_open_ = false;
+  std::vector<int> snap_of_;  // [lanes] index into snaps_ or -1
+  std::vector<snapshot> snaps_;
+  std::size_t n_snaps_ = 0;
+  std::vector<row_save> saves_;
+  std::vector<std::uint8_t> save_bytes_;
+  std::vector<pos_t> tx_pos_max_;
+  // scratch
+  std::vector<float> mass_;
+  std::vector<float*> mass_ptr_;
+  std::vector<std::uint8_t> rows_;
+  std::vector<std::size_t> mass_off_;
+  std::vector<std::uint32_t> cand_;
+  std::vector<float> row_f32_;
+  mutable bounded_view_stats vstats_;
+};
+
+}  // namespace mnemo::memory
+
+#define MNEMO_MEMORY_DETAIL_OK_
+#include "mnemo/memory/detail/bounded_ops.hpp"
+#undef MNEMO_MEMORY_DETAIL_OK_

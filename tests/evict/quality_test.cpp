@@ -1,0 +1,178 @@
+// The quality harness (spec/eviction.md §3.2): (1) synthetic Q/K/V with a planted
+// heavy hitter and needle: attention-output error against the full cache and
+// needle retention per policy and budget; (2) a random-weight Llama from the GGUF
+// writer: per-step logit KL(full || bounded) per policy and budget. Small by default
+// (seconds in ctest); MNEMO_EVICT_BIG=1 runs the bigger docs/eviction.md table.
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+
+#include "common/random_llama.hpp"
+#include "evict/harness.hpp"
+#include <gtest/gtest.h>
+
+#include "mnemo/context.hpp"
+#include "mnemo/evict/h2o.hpp"
+#include "mnemo/evict/key_norm.hpp"
+#include "mnemo/evict/last_recent.hpp"
+#include "mnemo/evict/snapkv.hpp"
+#include "mnemo/evict/streaming_llm.hpp"
+#include "mnemo/evict/tova.hpp"
+#include "mnemo/memory/full_cache.hpp"
+#include "mnemo/model/llama.hpp"
+
+namespace {
+
+using namespace mnemo;
+using namespace evict_test;
+const bool k_big = std::getenv("MNEMO_EVICT_BIG") != nullptr;
+
+evict::h2o h2o_p() {
+  evict::h2o p;
+  p.recent = 8;
+  return p;
+}
+evict::snapkv snap_p() {
+  evict::snapkv p;
+  p.window = 8;
+  return p;
+}
+evict::key_norm knorm_p(std::size_t h, std::size_t d) {
+  evict::key_norm p;
+  p.n_head_kv = h;
+  p.d_k = d;
+  return p;
+}
+
+template <class F>
+void for_each_policy(std::size_t h, std::size_t d, F&& f) {
+  f("last-recent", evict::last_recent{});
+  f("streaming", evict::streaming_llm{});
+  f("h2o", h2o_p());
+  f("tova", evict::tova{});
+  f("snapkv", snap_p());
+  f("key-norm", knorm_p(h, d));
+}
+
+TEST(EvictQuality, SyntheticErrorAndNeedle) {
+  const std::size_t n = k_big ? 1024 : 256, n_seeds = k_big ? 20 : 4;
+  const std::vector<std::size_t> budgets = {n / 16, n / 8, n / 4, n / 2, n};
+  std::printf("| policy | budget | rel. error | needle kept |\n|---|---|---|---|\n");
+  for_each_policy(1, 32, [&](const char* name, auto policy) {
+    double prev = 1e9;
+    for (std::size_t b : budgets) {
+      double err = 0.0;
+      int needle = 0;
+      for (std::uint64_t seed = 1; seed <= n_seeds; ++seed) {
+        synthetic_spec sp;
+        sp.n_tokens = n;
+        sp.heavy = static_cast<pos_t>(n / 8);
+        sp.needle = static_cast<pos_t>(n / 3);
+        sp.seed = seed;
+        const synthetic s = make_synthetic(sp);
+        const auto full = run_synthetic(s, n - 64, 32, n, policy);
+        const auto r = run_synthetic(s, n - 64, 32, b, policy);
+        err += relative_error(r.out, full.out, s.n_head * s.d);
+        needle += r.needle_kept_at_question;
+        if (b >= n) {
+          EXPECT_EQ(r.out, full.out) << name << " seed " << seed;  // exact
+        }
+      }
+      err /= static_cast<double>(n_seeds);
+      std::printf("| %s | %zu | %.3f | %d/%zu |\n", name, b, err, needle, n_seeds);
+      EXPECT_LE(err, prev + 0.05) << name << ": error grew with the budget (" << b << ")";
+      prev = err;
+    }
+  });
+}
+
+struct llama_fixture {
+  std::string path;
+  model::llama_model m;
+};
+
+const llama_fixture& small_llama() {
+  static llama_fixture f = [] {
+    mnemo_examples::random_llama_config c;
+    c.n_vocab = 260;
+    c.n_embd = k_big ? 256 : 64;
+    c.n_layer = k_big ? 4 : 2;
+    c.n_head = k_big ? 8 : 4;
+    c.n_head_kv = 2;
+    c.n_ff = k_big ? 512 : 128;
+    c.weight_type = dtype::element_type::f32;
+    c.seed = 3;
+    const auto path = (std::filesystem::temp_directory_path() /
+                       ("mnemo_evict_llama_" + std::to_string(c.n_embd) + ".gguf"))
+                          .string();
+    EXPECT_TRUE(mnemo_examples::write_random_llama(c, path).is_ok());
+    return llama_fixture{path, model::llama_model::open(path).value()};
+  }();
+  return f;
+}
+
+/// Mean KL(full || bounded) of the next-token distributions over the decode steps.
+template <class Policy>
+double mean_kl(std::size_t budget, Policy p, std::size_t n_prompt, std::size_t n_decode) {
+  const auto& M = small_llama().m;
+  memory::bounded_config c;
+  c.shape = M.kv_shape();
+  c.budget = budget;
+  c.max_ubatch = 32;
+  c.rope = M.hparams().rope();
+  auto bnd =
+      context<model::llama_model, memory::bounded<Policy, float>>::make(
+          M, memory::bounded<Policy, float>::make(c, p).value(), {.n_ubatch = 32, .n_threads = 1})
+          .value();
+  auto full =
+      context<model::llama_model, memory::full_cache<float>>::make(
+          M,
+          memory::full_cache<float>::make(M.full_cache_config(n_prompt + n_decode + 8, 1)).value(),
+          {.n_ubatch = 32, .n_threads = 1})
+          .value();
+  splitmix64 g{17};
+  double kl = 0.0;
+  pos_t pos = 0;
+  auto step = [&](std::size_t n, bool measure) {
+    batch b;
+    for (std::size_t j = 0; j < n; ++j)
+      b.add(static_cast<token_id>(g.next() % 260), pos++, {0}, j + 1 == n);
+    EXPECT_TRUE(bnd.decode(b).is_ok());
+    EXPECT_TRUE(full.decode(b).is_ok());
+    if (!measure) return;
+    const auto a = full.logits_ith(-1), q = bnd.logits_ith(-1);
+    double ma = -1e300, mq = -1e300, za = 0, zq = 0;
+    for (std::size_t i = 0; i < a.size(); ++i)
+      ma = std::max(ma, double(a[i])), mq = std::max(mq, double(q[i]));
+    for (std::size_t i = 0; i < a.size(); ++i) za += std::exp(a[i] - ma), zq += std::exp(q[i] - mq);
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      const double la = a[i] - ma - std::log(za), lq = q[i] - mq - std::log(zq);
+      kl += std::exp(la) * (la - lq);
+    }
+  };
+  for (std::size_t i = 0; i < n_prompt; i += 32)
+    step(std::min<std::size_t>(32, n_prompt - i), false);
+  for (std::size_t i = 0; i < n_decode; ++i) step(1, true);
+  return kl / static_cast<double>(n_decode);
+}
+
+TEST(EvictQuality, RandomLlamaKLFallsWithBudget) {
+  const std::size_t n_prompt = k_big ? 480 : 96, n_decode = k_big ? 32 : 16;
+  const std::size_t ctx_len = n_prompt + n_decode;
+  const std::vector<std::size_t> budgets = {ctx_len / 16, ctx_len / 4, ctx_len / 2, ctx_len};
+  const auto& M = small_llama().m;
+  std::printf("| policy | budget | mean KL(full || bounded) |\n|---|---|---|\n");
+  for_each_policy(M.hparams().n_head_kv, M.hparams().d_k, [&](const char* name, auto policy) {
+    std::vector<double> kl;
+    for (std::size_t b : budgets) {
+      kl.push_back(mean_kl(b, policy, n_prompt, n_decode));
+      std::printf("| %s | %zu | %.5f |\n", name, b, kl.back());
+    }
+    EXPECT_EQ(kl.back(), 0.0) << name << ": budget >= context must give the full cache's logits";
+    EXPECT_GT(kl.front(), kl[2]) << name << ": KL must fall from budget " << budgets.front()
+                                 << " to " << budgets[2];
+    EXPECT_GT(kl[2], 0.0) << name;
+  });
+}
+
+}  // namespace
