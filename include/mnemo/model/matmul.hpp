@@ -7,38 +7,109 @@
 // Rows of x and y are x_stride / y_stride floats apart. n_tok == 1 is decode (a
 // matrix-vector product, bound by the weight bytes); larger n_tok is prefill.
 // Preconditions are debug asserts: the model checks shapes when it loads.
+//
+// Two kernels (docs/products.md): below k_gemm_min_tokens tokens, tiles of 4 weight
+// rows are decoded in registers and dotted with up to 4 tokens at a time, so the
+// weights stream once (detail/matmul_gemv.inl); from k_gemm_min_tokens on, panels of
+// weight rows are decoded and transposed into the workspace and a register-tiled
+// micro-kernel runs over them (detail/matmul_gemm.inl). Both sum in f32 with fma, in
+// an ISA-dependent order; y does not depend on n_threads.
 #pragma once
 
 #include <algorithm>
 #include <cstddef>
 
+#include "mnemo/base/aligned_buffer.hpp"
 #include "mnemo/base/assert.hpp"
 #include "mnemo/base/parallel.hpp"
+#include "mnemo/base/status.hpp"
 #include "mnemo/dtype/rows.hpp"
 #include "mnemo/dtype/visit.hpp"
 #include "mnemo/model/weight.hpp"
 #include "mnemo/simd/isa.hpp"
 
+#define MNEMO_MODEL_MATMUL_INTERNAL_ 1
+#include "mnemo/model/detail/matmul_kernels.hpp"
+#undef MNEMO_MODEL_MATMUL_INTERNAL_
+
 namespace mnemo::model {
 
-/// Scratch the products reuse between calls (no allocation per call once warm).
-struct matmul_workspace {};
+/// From this many tokens on, mul_mat packs weight panels and runs the register-tiled
+/// product; below, it streams weight rows (measured crossover, docs/products.md).
+inline constexpr std::size_t k_gemm_min_tokens = 48;
+
+/// Scratch the products reuse between calls (no allocation per call once warm): the
+/// packed weight panels of the many-token product, one slice per thread.
+struct matmul_workspace {
+  aligned_buffer<float> scratch;
+
+  /// Makes room for `floats` floats (keeps a larger buffer). no_space when it cannot.
+  status reserve_floats(std::size_t floats) {
+    if (scratch.size() >= floats) return status{};
+    auto b = aligned_buffer<float>::make(floats);
+    if (!b.is_ok()) return b.to_status();
+    scratch = std::move(b).value();
+    return status{};
+  }
+};
+
+/// Floats of workspace mul_mat<Isa> needs per thread for the many-token product.
+template <simd::isa_tag Isa = simd::native>
+constexpr std::size_t matmul_scratch_floats_per_thread() noexcept {
+  return detail::matmul_kernels<Isa>::gemm_scratch_floats;
+}
+
+/// Allocates the workspace for n_threads (0 = default_thread_count()) up front, so that
+/// mul_mat never allocates. Optional: mul_mat grows the workspace itself, and falls back
+/// to the streaming kernel (slower for many tokens, same results within rounding) when
+/// memory is short.
+template <simd::isa_tag Isa = simd::native>
+status matmul_reserve(matmul_workspace& ws, int n_threads) {
+  const int nt = n_threads <= 0 ? default_thread_count() : n_threads;
+  return ws.reserve_floats(static_cast<std::size_t>(nt) * matmul_scratch_floats_per_thread<Isa>());
+}
 
 template <simd::isa_tag Isa = simd::native>
 void mul_mat(const weight& w, const float* x, std::size_t x_stride, std::size_t n_tok, float* y,
              std::size_t y_stride, int n_threads, matmul_workspace& ws) {
-  (void)ws;
+  using kernels = detail::matmul_kernels<Isa>;
   MNEMO_DASSERT(x_stride >= w.n_in && y_stride >= w.n_out);
+  MNEMO_DASSERT(w.n_in % dtype::block_size(w.type) == 0);
   if (n_tok == 0 || w.n_out == 0) return;
-  constexpr std::size_t k_rows_per_item = 64;
-  const std::size_t n_items = (w.n_out + k_rows_per_item - 1) / k_rows_per_item;
+  const int nt = n_threads <= 0 ? default_thread_count() : n_threads;
+  const auto* base = reinterpret_cast<const unsigned char*>(w.data);
   dtype::visit(w.type, [&]<class E>(dtype::type_tag<E>) {
-    parallel_for(n_items, n_threads, [&](std::size_t item, int) {
-      const std::size_t r0 = item * k_rows_per_item;
-      const std::size_t nr = std::min(k_rows_per_item, w.n_out - r0);
-      const E* rows = reinterpret_cast<const E*>(w.row(r0));
-      for (std::size_t t = 0; t < n_tok; ++t)
-        dtype::dot_rows<Isa>(x + t * x_stride, rows, w.row_bytes, nr, w.n_in, y + t * y_stride + r0);
+    if (n_tok >= k_gemm_min_tokens && matmul_reserve<Isa>(ws, nt).is_ok()) {
+      // Items: panels of k_nr outputs; with fewer panels than 2 per thread, also blocks
+      // of tokens (each block packs the panel again, so only when threads would idle).
+      constexpr std::size_t nr = kernels::k_nr;
+      const std::size_t n_panels = (w.n_out + nr - 1) / nr;
+      const std::size_t want = 2 * static_cast<std::size_t>(nt);
+      std::size_t n_tb = n_panels >= want ? 1 : (want + n_panels - 1) / n_panels;
+      n_tb = std::min(n_tb, (n_tok + 63) / 64);
+      const std::size_t tb = (n_tok + n_tb - 1) / n_tb;
+      float* scratch = ws.scratch.data();
+      parallel_for(n_panels * n_tb, nt, [&](std::size_t item, int thread) {
+        const std::size_t panel = item % n_panels, t0 = item / n_panels * tb;
+        const std::size_t o0 = panel * nr, t1 = std::min(n_tok, t0 + tb);
+        if (t0 >= t1) return;
+        kernels::template gemm_panel<E>(
+            base + o0 * w.row_bytes, w.row_bytes, std::min(nr, w.n_out - o0), w.n_in,
+            x + t0 * x_stride, x_stride, t1 - t0, y + t0 * y_stride + o0, y_stride,
+            scratch + static_cast<std::size_t>(thread) * kernels::gemm_scratch_floats);
+      });
+      return;
+    }
+    // Items of about 64 KiB of weights (whole 4-row tiles): small enough to balance
+    // two threads on a [1024 -> 256] matrix, large enough to amortise the hand-out.
+    const std::size_t rows_per_item = std::max<std::size_t>(
+        4, (std::size_t{65536} / std::max<std::size_t>(w.row_bytes, 1)) & ~std::size_t{3});
+    const std::size_t n_items = (w.n_out + rows_per_item - 1) / rows_per_item;
+    parallel_for(n_items, nt, [&](std::size_t item, int) {
+      const std::size_t r0 = item * rows_per_item;
+      const std::size_t nr = std::min(rows_per_item, w.n_out - r0);
+      kernels::template gemv<E>(base + r0 * w.row_bytes, w.row_bytes, nr, w.n_in, x, x_stride,
+                                n_tok, y + r0, y_stride);
     });
   });
 }

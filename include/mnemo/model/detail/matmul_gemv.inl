@@ -1,0 +1,247 @@
+// Body of model::detail::matmul_kernels<isa>: the product for few tokens (decode and
+// batched decode), y[t][o] = x[t] . W[o]. Included only by matmul_kernels.hpp, inside
+// each ISA's specialisation and target region; `isa`, `V`, `vf`, `L`, `RK`
+// (dtype::row_kernels<isa>) and `C` (its block codes) are the specialisation's.
+//
+// Decode is bound by the weight bytes, so each weight row is read from memory once per
+// call. One token goes to dtype's dot_rows; for more, a tile of k_gemv_rows rows is decoded 32
+// values (one quantised block) at a time into registers and multiplied with up to k_gemv_tokens
+// rows of x at once; further token groups re-read the tile from L1 (a tile of 4 f16 rows of 1024 is
+// 8 KiB).
+#if !defined(MNEMO_MODEL_MATMUL_BODY_)
+#error "mnemo/model/detail/*.inl are kernel bodies: include mnemo/model/matmul.hpp"
+#endif
+
+/// Values per decode step: one q8_0 / q4_0 block, whole vectors on every ISA.
+static constexpr std::size_t k_step = 32;
+static constexpr std::size_t k_step_vecs = k_step / L;
+static_assert(k_step % L == 0, "matmul: a 32-value step must be whole vectors");
+static constexpr std::size_t k_gemv_rows = 4;
+static constexpr std::size_t k_gemv_tokens = 4;
+
+template <class E>
+static constexpr bool is_block_type_ =
+    std::is_same_v<E, dtype::block_q8_0> || std::is_same_v<E, dtype::block_q4_0>;
+
+/// Bytes of one 32-value step of a row of E.
+template <class E>
+static constexpr std::size_t step_bytes_ = is_block_type_<E> ? sizeof(E) : k_step * sizeof(E);
+
+/// The decoded values s * 32 .. s * 32 + 31 of a row, exactly (d * code is an exact
+/// product); `d` is the block's scale, already converted (unused for f32 / f16 / bf16).
+/// [32] E -> k_step_vecs x [L] f32
+///
+/// The block types widen their codes with integer ops (no cross-lane permute, no
+/// per-block broadcast + convert of the f16 scale: those share the shuffle pipes) and
+/// multiply by the scale, broadcast from memory. The values are computed once per row
+/// and step and reused by every token of the tile: 4 and 16 tokens on one core ran at
+/// 85-93 GFLOP/s for q8_0 / q4_0 rows, against 64-68 for dtype's dot_rows per token.
+template <class E>
+static MNEMO_INLINE void step_values(const E* row, std::size_t s, float d,
+                                     vf (&v)[k_step_vecs]) noexcept {
+  if constexpr (std::is_same_v<E, dtype::block_q8_0>) {
+    C::q8(row[s].qs, v);
+    const vf vd = V::set1(d);
+#pragma GCC unroll 32
+    for (std::size_t j = 0; j < k_step_vecs; ++j) v[j] = V::mul(vd, v[j]);
+  } else if constexpr (std::is_same_v<E, dtype::block_q4_0>) {
+    C::q4(row[s].qs, v);
+    const vf vd = V::set1(d);
+#pragma GCC unroll 32
+    for (std::size_t j = 0; j < k_step_vecs; ++j) v[j] = V::mul(vd, v[j]);
+  } else {
+    (void)d;
+#pragma GCC unroll 32
+    for (std::size_t j = 0; j < k_step_vecs; ++j) v[j] = RK::load_values(row + s * k_step + j * L);
+  }
+}
+
+/// Accumulator chains per (row, token): with one token, 2 so that the step's vectors
+/// do not form one fma chain (R x 2 chains cover the fma latency).
+template <std::size_t T>
+static constexpr std::size_t chains_ = T == 1 && k_step_vecs > 1 ? 2 : 1;
+
+/// One 32-value step of the tile: acc[r][t][j % J] += x[t][s * 32 ..] . row r's values.
+template <class E, std::size_t R, std::size_t T, std::size_t J>
+static MNEMO_INLINE void dot_step_(const E* const (&rows)[R], std::size_t s, const float* d,
+                                   std::size_t d_stride, const float* x, std::size_t x_stride,
+                                   vf (&acc)[R][T][J]) noexcept {
+  vf v[R][k_step_vecs];
+#pragma GCC unroll 8
+  for (std::size_t r = 0; r < R; ++r) step_values(rows[r], s, d[r * d_stride], v[r]);
+#pragma GCC unroll 32
+  for (std::size_t j = 0; j < k_step_vecs; ++j) {
+#pragma GCC unroll 8
+    for (std::size_t t = 0; t < T; ++t) {
+      const vf xv = V::load(x + t * x_stride + s * k_step + j * L);
+#pragma GCC unroll 8
+      for (std::size_t r = 0; r < R; ++r) acc[r][t][j % J] = V::fma(xv, v[r][j], acc[r][t][j % J]);
+    }
+  }
+}
+
+/// out[0..3] = the horizontal sums of a, b, c, d by a transpose-and-add tree (the
+/// 4-row tiles reduce 4 x T accumulators per call; separate reductions were ~15% of
+/// a 4 x 4 tile over 1024 values). A template so that other ISAs' branches drop out.
+template <class T>
+static MNEMO_INLINE void sum4_(T a, T b, T c, T d, float* out) noexcept {
+#if defined(MNEMO_ARCH_X86_64)
+  if constexpr (std::is_same_v<isa, simd::avx512>) {
+    const __m512 ab = _mm512_add_ps(_mm512_unpacklo_ps(a, b), _mm512_unpackhi_ps(a, b));
+    const __m512 cd = _mm512_add_ps(_mm512_unpacklo_ps(c, d), _mm512_unpackhi_ps(c, d));
+    // lanes (a b a b | c d c d ...) -> (a b c d) per 128-bit quarter
+    const __m512 q = _mm512_add_ps(_mm512_shuffle_ps(ab, cd, _MM_SHUFFLE(1, 0, 1, 0)),
+                                   _mm512_shuffle_ps(ab, cd, _MM_SHUFFLE(3, 2, 3, 2)));
+    const __m256 h = _mm256_add_ps(_mm512_castps512_ps256(q), _mm512_extractf32x8_ps(q, 1));
+    _mm_storeu_ps(out, _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1)));
+    return;
+  } else if constexpr (std::is_same_v<isa, simd::avx2>) {
+    const __m256 ab = _mm256_add_ps(_mm256_unpacklo_ps(a, b), _mm256_unpackhi_ps(a, b));
+    const __m256 cd = _mm256_add_ps(_mm256_unpacklo_ps(c, d), _mm256_unpackhi_ps(c, d));
+    const __m256 q = _mm256_add_ps(_mm256_shuffle_ps(ab, cd, _MM_SHUFFLE(1, 0, 1, 0)),
+                                   _mm256_shuffle_ps(ab, cd, _MM_SHUFFLE(3, 2, 3, 2)));
+    _mm_storeu_ps(out, _mm_add_ps(_mm256_castps256_ps128(q), _mm256_extractf128_ps(q, 1)));
+    return;
+  }
+#endif
+  out[0] = V::reduce_add(a);
+  out[1] = V::reduce_add(b);
+  out[2] = V::reduce_add(c);
+  out[3] = V::reduce_add(d);
+}
+
+/// Prefetches step s of the R rows that start at `ahead` (the next tile). The address is
+/// formed as an integer: past the last row it is never dereferenced, and never faults.
+template <class E, std::size_t R>
+static MNEMO_INLINE void prefetch_step_(std::uintptr_t ahead, std::size_t row_bytes,
+                                        std::size_t s) noexcept {
+#pragma GCC unroll 8
+  for (std::size_t r = 0; r < R; ++r)
+    __builtin_prefetch(reinterpret_cast<const void*>(ahead + r * row_bytes + s * step_bytes_<E>), 0,
+                       3);
+}
+
+/// y[t * y_stride + r] = x[t] . row r for R rows (row_bytes apart) and T tokens.
+/// [T, n] f32 x [R, n] E -> [T, R] f32 (strided). Prefetches the next tile's rows.
+template <class E, std::size_t R, std::size_t T>
+static MNEMO_INLINE void dot_tile_(const unsigned char* w, std::size_t row_bytes, std::size_t n,
+                                   const float* x, std::size_t x_stride, float* y,
+                                   std::size_t y_stride, bool prefetch) noexcept {
+  constexpr std::size_t J = chains_<T>;
+  vf acc[R][T][J];
+#pragma GCC unroll 8
+  for (std::size_t r = 0; r < R; ++r)
+#pragma GCC unroll 8
+    for (std::size_t t = 0; t < T; ++t)
+#pragma GCC unroll 2
+      for (std::size_t j = 0; j < J; ++j) acc[r][t][j] = V::zero();
+  const E* rows[R];
+#pragma GCC unroll 8
+  for (std::size_t r = 0; r < R; ++r) rows[r] = reinterpret_cast<const E*>(w + r * row_bytes);
+  const std::size_t n_steps = n / k_step;
+  const std::uintptr_t ahead = reinterpret_cast<std::uintptr_t>(w) + R * row_bytes;
+  if constexpr (is_block_type_<E>) {
+    // The scales of up to k_chunk blocks per row, converted ahead (scalar F16C).
+    constexpr std::size_t k_chunk = 64;
+    float d[R][k_chunk];
+    for (std::size_t s0 = 0; s0 < n_steps; s0 += k_chunk) {
+      const std::size_t se = n_steps - s0 < k_chunk ? n_steps : s0 + k_chunk;
+#pragma GCC unroll 8
+      for (std::size_t r = 0; r < R; ++r)
+        for (std::size_t s = s0; s < se; ++s) d[r][s - s0] = C::scale(rows[r][s].d);
+      for (std::size_t s = s0; s < se; ++s) {
+        if (prefetch) prefetch_step_<E, R>(ahead, row_bytes, s);
+        dot_step_<E, R, T, J>(rows, s, &d[0][s - s0], k_chunk, x, x_stride, acc);
+      }
+    }
+  } else {
+    const float d[R] = {};
+    for (std::size_t s = 0; s < n_steps; ++s) {
+      if (prefetch) prefetch_step_<E, R>(ahead, row_bytes, s);
+      dot_step_<E, R, T, J>(rows, s, d, 1, x, x_stride, acc);
+    }
+  }
+  if constexpr (!is_block_type_<E>) {  // f32 / f16 / bf16 rows: n % 32 values left
+    for (std::size_t i = n_steps * k_step; i < n; i += L) {
+      const std::size_t m = n - i < L ? n - i : L;
+#pragma GCC unroll 8
+      for (std::size_t r = 0; r < R; ++r) {
+        const vf wv =
+            m == L ? RK::load_values(rows[r] + i) : RK::load_values_partial(rows[r] + i, m);
+#pragma GCC unroll 8
+        for (std::size_t t = 0; t < T; ++t) {
+          const float* xt = x + t * x_stride + i;
+          acc[r][t][0] = V::fma(m == L ? V::load(xt) : V::load_partial(xt, m), wv, acc[r][t][0]);
+        }
+      }
+    }
+  }
+  vf sums[R][T];
+#pragma GCC unroll 8
+  for (std::size_t r = 0; r < R; ++r)
+#pragma GCC unroll 8
+    for (std::size_t t = 0; t < T; ++t) {
+      sums[r][t] = acc[r][t][0];
+#pragma GCC unroll 2
+      for (std::size_t j = 1; j < J; ++j) sums[r][t] = V::add(sums[r][t], acc[r][t][j]);
+    }
+#pragma GCC unroll 8
+  for (std::size_t t = 0; t < T; ++t) {
+    if constexpr (R == 4) {
+      sum4_(sums[0][t], sums[1][t], sums[2][t], sums[3][t], y + t * y_stride);
+    } else {
+#pragma GCC unroll 8
+      for (std::size_t r = 0; r < R; ++r) y[t * y_stride + r] = V::reduce_add(sums[r][t]);
+    }
+  }
+}
+
+/// All token groups of one tile of R rows.
+template <class E, std::size_t R>
+static MNEMO_INLINE void dot_tile_tokens_(const unsigned char* w, std::size_t row_bytes,
+                                          std::size_t n, const float* x, std::size_t x_stride,
+                                          std::size_t n_tok, float* y,
+                                          std::size_t y_stride) noexcept {
+  std::size_t t = 0;
+  for (; t + k_gemv_tokens <= n_tok; t += k_gemv_tokens)
+    dot_tile_<E, R, k_gemv_tokens>(w, row_bytes, n, x + t * x_stride, x_stride, y + t * y_stride,
+                                   y_stride, t == 0);
+  const bool pf = t == 0;
+  switch (n_tok - t) {
+    case 0: break;
+    case 1:
+      dot_tile_<E, R, 1>(w, row_bytes, n, x + t * x_stride, x_stride, y + t * y_stride, y_stride,
+                         pf);
+      break;
+    case 2:
+      dot_tile_<E, R, 2>(w, row_bytes, n, x + t * x_stride, x_stride, y + t * y_stride, y_stride,
+                         pf);
+      break;
+    default:
+      dot_tile_<E, R, 3>(w, row_bytes, n, x + t * x_stride, x_stride, y + t * y_stride, y_stride,
+                         pf);
+      break;
+  }
+}
+
+/// y[t][r] = x[t] . row r for n_rows rows of n values (row_bytes apart) and n_tok
+/// tokens: [n_tok, n] f32 (x_stride) x [n_rows, n] E -> [n_tok, n_rows] f32 (y_stride).
+/// @pre n % 32 == 0 for q8_0 / q4_0
+template <class E>
+static void gemv(const unsigned char* w, std::size_t row_bytes, std::size_t n_rows, std::size_t n,
+                 const float* x, std::size_t x_stride, std::size_t n_tok, float* y,
+                 std::size_t y_stride) noexcept {
+  if (n_tok == 1) {
+    // One token: dtype's batched dot (per-block scale applied once, prefetching) was
+    // measured faster for q8_0 / q4_0 rows (L2-resident [1024 -> 256], 1 thread: q8_0
+    // 35 vs 25 GB/s, q4_0 19 vs 13 GB/s) and equal for the others.
+    RK::dot_rows(x, reinterpret_cast<const E*>(w), row_bytes, n_rows, n, y);
+    return;
+  }
+  std::size_t r = 0;
+  for (; r + k_gemv_rows <= n_rows; r += k_gemv_rows)
+    dot_tile_tokens_<E, k_gemv_rows>(w + r * row_bytes, row_bytes, n, x, x_stride, n_tok, y + r,
+                                     y_stride);
+  for (; r < n_rows; ++r)
+    dot_tile_tokens_<E, 1>(w + r * row_bytes, row_bytes, n, x, x_stride, n_tok, y + r, y_stride);
+}

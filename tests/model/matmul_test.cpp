@@ -1,0 +1,225 @@
+// model::mul_mat and get_row, typed over (ISA, storage type), against a double-precision
+// product of the DECODED weights (decoding is exact and tested bit-identical to
+// ggml's definitions in tests/dtype). Covers both kernels (few tokens: streaming rows;
+// >= k_gemm_min_tokens: packed panels), odd output counts, input widths that cross the
+// panel k-blocking, row strides wider than the rows, and 1 or 2 threads, which must give
+// bit-identical results.
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "mnemo/dtype/dtype.hpp"
+#include "mnemo/model/matmul.hpp"
+#include "mnemo/simd/cpu.hpp"
+#include "mnemo/simd/simd.hpp"
+
+namespace {
+
+namespace dt = mnemo::dtype;
+namespace simd = mnemo::simd;
+using mnemo::model::weight;
+
+template <class Isa, class E>
+struct combo {
+  using isa = Isa;
+  using elem = E;
+};
+
+struct combo_names {
+  template <class C>
+  static std::string GetName(int) {
+    std::string s = std::string(C::isa::name) + "-" +
+                    std::string(dt::element_traits<typename C::elem>::name),
+                out;
+    for (char c : s)
+      if (c != '_') out += c;
+    return out;
+  }
+};
+
+constexpr std::uint64_t k_seed = 0x6d61746d756cull;
+constexpr float k_sentinel = -12345.0f;
+
+/// A random [n_out, n_in] weight of type E, rows stored back to back (GGUF layout), and
+/// its decoded f32 values.
+template <class E>
+struct test_weight {
+  std::vector<std::uint16_t> storage;  // 2-byte aligned, as in a GGUF mapping
+  std::vector<float> decoded;          // [n_out, n_in]
+  weight w;
+
+  test_weight(std::size_t n_in, std::size_t n_out, std::uint64_t seed) {
+    std::mt19937_64 rng(seed);
+    std::normal_distribution<float> nd(0.0f, 1.0f);
+    const std::size_t rb = dt::row_bytes_of<E>(n_in);
+    storage.assign((rb * n_out + 1) / 2 + 4, 0);
+    auto* bytes = reinterpret_cast<unsigned char*>(storage.data());
+    std::vector<float> row(n_in);
+    decoded.resize(n_in * n_out);
+    for (std::size_t r = 0; r < n_out; ++r) {
+      for (float& v : row) v = nd(rng);
+      auto* dst = reinterpret_cast<E*>(bytes + r * rb);
+      dt::encode_row<simd::scalar>(row.data(), dst, n_in);
+      dt::decode_row<simd::scalar>(dst, decoded.data() + r * n_in, n_in);
+    }
+    w.type = dt::element_type_of<E>;
+    w.n_in = n_in;
+    w.n_out = n_out;
+    w.row_bytes = rb;
+    w.data = reinterpret_cast<const std::byte*>(bytes);
+    w.name = "test";
+  }
+};
+
+template <class C>
+class ModelMatmul : public ::testing::Test {};
+TYPED_TEST_SUITE_P(ModelMatmul);
+
+template <class Isa>
+bool runnable() {
+  if constexpr (!simd::is_compiled<Isa>)
+    return false;
+  else
+    return simd::supported<Isa>();
+}
+
+template <class Isa, class E>
+void check_product(std::size_t n_in, std::size_t n_out, std::size_t n_tok) {
+  const std::uint64_t seed = k_seed ^ (n_in * 1000003u + n_out * 1009u + n_tok);
+  const test_weight<E> tw(n_in, n_out, seed);
+  const std::size_t x_stride = n_in + 3, y_stride = n_out + 5;
+  std::mt19937_64 rng(seed + 1);
+  std::uniform_real_distribution<float> ud(-1.0f, 1.0f);
+  std::vector<float> x(n_tok * x_stride);
+  for (float& v : x) v = ud(rng);
+  std::vector<float> y1(n_tok * y_stride, k_sentinel), y2(n_tok * y_stride, k_sentinel);
+  mnemo::model::matmul_workspace ws;
+  mnemo::model::mul_mat<Isa>(tw.w, x.data(), x_stride, n_tok, y1.data(), y_stride, 1, ws);
+  mnemo::model::mul_mat<Isa>(tw.w, x.data(), x_stride, n_tok, y2.data(), y_stride, 2, ws);
+  const std::string where = "seed " + std::to_string(seed) + ", n_in " + std::to_string(n_in) +
+                            ", n_out " + std::to_string(n_out) + ", n_tok " + std::to_string(n_tok);
+  const double u = 1.0 / 16777216.0;
+  for (std::size_t t = 0; t < n_tok; ++t) {
+    for (std::size_t o = 0; o < y_stride; ++o) {
+      const float got = y1[t * y_stride + o];
+      if (o >= n_out) {  // the stride padding must stay untouched
+        ASSERT_EQ(got, k_sentinel) << where << ": wrote y[" << t << "][" << o << "] past n_out";
+        continue;
+      }
+      double exact = 0, abs_sum = 0;
+      for (std::size_t i = 0; i < n_in; ++i) {
+        const double p = static_cast<double>(x[t * x_stride + i]) * tw.decoded[o * n_in + i];
+        exact += p;
+        abs_sum += std::fabs(p);
+      }
+      const double tol = (static_cast<double>(n_in) + 4) * u * abs_sum + 1e-30;
+      ASSERT_LE(std::fabs(got - exact), tol) << where << ": first difference at y[" << t << "]["
+                                             << o << "]: got " << got << ", exact " << exact;
+      ASSERT_EQ(std::memcmp(&got, &y2[t * y_stride + o], sizeof(float)), 0)
+          << where << ": 1 and 2 threads differ at y[" << t << "][" << o << "]: " << got << " vs "
+          << y2[t * y_stride + o];
+    }
+  }
+}
+
+TYPED_TEST_P(ModelMatmul, MatchesDoubleReference) {
+  using Isa = typename TypeParam::isa;
+  using E = typename TypeParam::elem;
+  if (!runnable<Isa>()) GTEST_SKIP() << Isa::name << " is not available here";
+  constexpr bool block = dt::element_traits<E>::block_size > 1;
+  // 320 / 300 cross the AVX-512 k-blocking (128) of the packed product; 37 leaves a
+  // tail of every vector width for the one-value types.
+  std::vector<std::size_t> n_ins = {32, 320};
+  if constexpr (!block) n_ins.insert(n_ins.end(), {37, 300});
+  for (std::size_t n_in : n_ins)
+    for (std::size_t n_out : {1, 7, 65, 130})
+      for (std::size_t n_tok : {1, 2, 3, 7, 64, 200}) {
+        check_product<Isa, E>(n_in, n_out, n_tok);
+        if (::testing::Test::HasFatalFailure()) return;
+      }
+}
+
+TYPED_TEST_P(ModelMatmul, CrossoverTokenCounts) {
+  using Isa = typename TypeParam::isa;
+  using E = typename TypeParam::elem;
+  if (!runnable<Isa>()) GTEST_SKIP() << Isa::name << " is not available here";
+  const std::size_t k = mnemo::model::k_gemm_min_tokens;
+  for (std::size_t n_tok : {k - 1, k, k + 5}) {
+    check_product<Isa, E>(64, 97, n_tok);
+    if (::testing::Test::HasFatalFailure()) return;
+  }
+}
+
+TYPED_TEST_P(ModelMatmul, GetRowIsTheDecodedRow) {
+  using Isa = typename TypeParam::isa;
+  using E = typename TypeParam::elem;
+  if (!runnable<Isa>()) GTEST_SKIP() << Isa::name << " is not available here";
+  const test_weight<E> tw(96, 5, k_seed);
+  std::vector<float> out(96);
+  for (std::size_t r = 0; r < 5; ++r) {
+    mnemo::model::get_row<Isa>(tw.w, r, out.data());
+    for (std::size_t i = 0; i < 96; ++i)
+      ASSERT_EQ(out[i], tw.decoded[r * 96 + i])
+          << "seed " << k_seed << ", row " << r << ", value " << i;
+  }
+}
+
+TYPED_TEST_P(ModelMatmul, ReusedWorkspaceGivesTheSameResult) {
+  using Isa = typename TypeParam::isa;
+  using E = typename TypeParam::elem;
+  if (!runnable<Isa>()) GTEST_SKIP() << Isa::name << " is not available here";
+  // One workspace across calls of different shapes and thread counts (it grows, and is
+  // reused dirty), against a fresh workspace per call.
+  mnemo::model::matmul_workspace shared;
+  ASSERT_TRUE(mnemo::model::matmul_reserve<Isa>(shared, 1).is_ok());
+  const std::size_t n_tok = mnemo::model::k_gemm_min_tokens + 3;
+  for (int round = 0; round < 2; ++round) {
+    for (std::size_t n_out : {70, 9}) {
+      const test_weight<E> tw(64, n_out, k_seed + n_out);
+      std::vector<float> x(n_tok * 64);
+      for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>((i * 37) % 17) - 8.0f;
+      std::vector<float> got(n_tok * n_out), want(n_tok * n_out);
+      mnemo::model::matmul_workspace fresh;
+      mnemo::model::mul_mat<Isa>(tw.w, x.data(), 64, n_tok, got.data(), n_out, 2 - round, shared);
+      mnemo::model::mul_mat<Isa>(tw.w, x.data(), 64, n_tok, want.data(), n_out, 1, fresh);
+      for (std::size_t i = 0; i < got.size(); ++i)
+        ASSERT_EQ(got[i], want[i]) << "seed " << k_seed + n_out << ", n_out " << n_out << ", round "
+                                   << round << ": first difference at " << i;
+    }
+  }
+}
+
+TYPED_TEST_P(ModelMatmul, EmptyProductsWriteNothing) {
+  using Isa = typename TypeParam::isa;
+  using E = typename TypeParam::elem;
+  if (!runnable<Isa>()) GTEST_SKIP() << Isa::name << " is not available here";
+  const test_weight<E> tw(32, 3, k_seed);
+  std::vector<float> x(32, 1.0f), y(3, k_sentinel);
+  mnemo::model::matmul_workspace ws;
+  mnemo::model::mul_mat<Isa>(tw.w, x.data(), 32, 0, y.data(), 3, 2, ws);
+  for (float v : y) EXPECT_EQ(v, k_sentinel);
+}
+
+REGISTER_TYPED_TEST_SUITE_P(ModelMatmul, MatchesDoubleReference, CrossoverTokenCounts,
+                            GetRowIsTheDecodedRow, ReusedWorkspaceGivesTheSameResult,
+                            EmptyProductsWriteNothing);
+
+template <class Isa>
+using types_for = ::testing::Types<combo<Isa, float>, combo<Isa, dt::f16>, combo<Isa, dt::bf16>,
+                                   combo<Isa, dt::block_q8_0>, combo<Isa, dt::block_q4_0>>;
+
+INSTANTIATE_TYPED_TEST_SUITE_P(Scalar, ModelMatmul, types_for<simd::scalar>, combo_names);
+#if defined(MNEMO_ARCH_X86_64)
+INSTANTIATE_TYPED_TEST_SUITE_P(Avx2, ModelMatmul, types_for<simd::avx2>, combo_names);
+INSTANTIATE_TYPED_TEST_SUITE_P(Avx512, ModelMatmul, types_for<simd::avx512>, combo_names);
+#elif defined(MNEMO_ARCH_AARCH64)
+INSTANTIATE_TYPED_TEST_SUITE_P(Neon, ModelMatmul, types_for<simd::neon>, combo_names);
+#endif
+
+}  // namespace
