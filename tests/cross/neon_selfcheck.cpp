@@ -1,7 +1,8 @@
 // AArch64 self-check, cross-compiled and run under qemu by tests/cross_aarch64.cmake:
-// simd::ops<neon> against ops<scalar> (and std::) for every op, and the dtype row
-// kernels for neon against scalar. Not a GoogleTest binary (no aarch64 gtest here):
-// prints one line per failure and "neon selfcheck: PASS" at the end.
+// simd::ops<neon> against ops<scalar> (and std::) for every op; the dtype row kernels,
+// attention and weight products for neon against scalar / double references. Not a
+// GoogleTest binary (no aarch64 gtest here): prints one line per failure and
+// "neon selfcheck: PASS" at the end.
 #include <algorithm>
 #include <bit>
 #include <cfloat>
@@ -15,6 +16,7 @@
 
 #include "mnemo/attention/attend.hpp"
 #include "mnemo/attention/reference.hpp"
+#include "mnemo/model/matmul.hpp"
 #include "mnemo/simd/simd.hpp"
 #if __has_include("mnemo/dtype/dtype.hpp")
 #include "mnemo/dtype/dtype.hpp"
@@ -321,6 +323,60 @@ void check_attention() {
   check_attention_type<dt::block_q8_0>("q8_0");
 }
 
+// Weight products on NEON (decode GEMV, few-token tiles, packed prefill GEMM) against a
+// double-precision product of the decoded weights, every storage type.
+template <class E>
+void check_products_type(const char* name) {
+  std::uint32_t state = 777;
+  auto rnd = [&] {
+    state = state * 1664525u + 1013904223u;
+    return static_cast<float>(state >> 8) / 8388608.0f - 1.0f;
+  };
+  for (std::size_t n_in : {std::size_t{32}, std::size_t{320}})
+    for (std::size_t n_out : {std::size_t{1}, std::size_t{7}, std::size_t{65}})
+      for (std::size_t n_tok :
+           {std::size_t{1}, std::size_t{3}, std::size_t{64}, std::size_t{130}}) {
+        const std::size_t rb = dt::row_bytes_of<E>(n_in);
+        std::vector<E> rows(rb / sizeof(E) * n_out);
+        std::vector<float> row(n_in), dec(n_in * n_out), x(n_tok * n_in), y(n_tok * n_out);
+        for (std::size_t r = 0; r < n_out; ++r) {
+          for (auto& v : row) v = rnd();
+          E* d = rows.data() + r * (rb / sizeof(E));
+          dt::row_kernels<simd::scalar>::encode(row.data(), d, n_in);
+          dt::row_kernels<simd::scalar>::decode(d, dec.data() + r * n_in, n_in);
+        }
+        for (auto& v : x) v = rnd();
+        mnemo::model::weight w;
+        w.type = dt::element_type_of<E>;
+        w.n_in = n_in;
+        w.n_out = n_out;
+        w.row_bytes = rb;
+        w.data = reinterpret_cast<const std::byte*>(rows.data());
+        mnemo::model::matmul_workspace ws;
+        mnemo::model::mul_mat<simd::neon>(w, x.data(), n_in, n_tok, y.data(), n_out, 1, ws);
+        for (std::size_t t = 0; t < n_tok; ++t)
+          for (std::size_t o = 0; o < n_out; ++o) {
+            double want = 0, mag = 0;
+            for (std::size_t i = 0; i < n_in; ++i) {
+              const double p = static_cast<double>(x[t * n_in + i]) * dec[o * n_in + i];
+              want += p;
+              mag += std::fabs(p);
+            }
+            CHECK(std::fabs(y[t * n_out + o] - want) <= (n_in + 4) * mag * 0x1p-24 + 1e-30,
+                  "%s mul_mat [%zu -> %zu] x %zu tokens at (%zu, %zu): neon %g reference %g", name,
+                  n_in, n_out, n_tok, t, o, y[t * n_out + o], want);
+          }
+      }
+}
+
+void check_products() {
+  check_products_type<float>("f32");
+  check_products_type<dt::f16>("f16");
+  check_products_type<dt::bf16>("bf16");
+  check_products_type<dt::block_q8_0>("q8_0");
+  check_products_type<dt::block_q4_0>("q4_0");
+}
+
 }  // namespace
 
 int main() {
@@ -331,6 +387,7 @@ int main() {
   check_dispatch();
   check_dtype();
   check_attention();
+  check_products();
   if (g_failures != 0) {
     std::printf("neon selfcheck: FAIL (%d checks)\n", g_failures);
     return 1;
