@@ -36,15 +36,11 @@ concept sequence_memory = requires(M m, const M cm, seq_id s, pos_t p, bool b, s
   { cm.report() } -> std::same_as<memory_report>;
 };
 
-}  // namespace mnemo::memory
-
 // ---- what a model needs of a memory that holds K/V -------------------------------
-// Added for the llama decoder (model/llama.hpp): the model writes the K/V rows of
-// the micro-batch being applied and asks for each layer's attention views, and knows
-// nothing else of the strategy, so full, split-stream and sliding-window memories
-// (and composites routing layers) plug in alike.
-
-namespace mnemo::memory {
+// A model writes the K/V rows of the micro-batch being applied and asks for each
+// layer's attention views, and knows nothing else of the strategy, so full,
+// split-stream, sliding-window and bounded memories (and composites routing layers)
+// plug in alike.
 
 /// The attention input of one layer for the micro-batch being computed: one KV view
 /// per stream and, per token of the micro-batch, the stream it reads (empty: every
