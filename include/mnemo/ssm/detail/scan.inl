@@ -24,10 +24,46 @@ static MNEMO_INLINE vf scan_output(const scan_args& a, std::size_t t, std::size_
   return ysum;
 }
 
+/// Channels l0 .. l0 + N - 1 of a block (their sp and x*sp in sp_buf / xdt_buf) for one
+/// token: N independent exp chains and accumulators interleaved, so the FP pipes have
+/// work while one chain waits (measured: one channel at a time left decode at 0.33-0.44
+/// of the read bandwidth, docs/ssm.md). Per element the same operations as scan_chunk.
+template <std::size_t N>
+static MNEMO_INLINE void step_channels(const scan_args& a, const float* B, const float* C,
+                                       std::size_t c0, std::size_t l0, const float* sp_buf,
+                                       const float* xdt_buf, float* y_buf) noexcept {
+  const std::size_t S = a.d_state;
+  float* st[N];
+  const float* A[N];
+  vf spv[N], xdt[N], acc[N];
+#pragma GCC unroll 4
+  for (std::size_t i = 0; i < N; ++i) {
+    st[i] = a.state + (c0 + l0 + i) * S;
+    A[i] = a.A + (c0 + l0 + i) * S;
+    spv[i] = V::set1(sp_buf[l0 + i]);
+    xdt[i] = V::set1(xdt_buf[l0 + i]);
+    acc[i] = V::zero();
+  }
+  for (std::size_t s = 0; s < S; s += lanes) {
+    const std::size_t r = std::min(lanes, S - s);  // zero lanes of a tail stay 0
+    const vf b = load_n(B + s, r), c = load_n(C + s, r);
+    vf e[N];
+#pragma GCC unroll 4
+    for (std::size_t i = 0; i < N; ++i) e[i] = V::exp(V::mul(spv[i], load_n(A[i] + s, r)));
+#pragma GCC unroll 4
+    for (std::size_t i = 0; i < N; ++i) {
+      const vf v = V::fma(load_n(st[i] + s, r), e[i], V::mul(b, xdt[i]));
+      store_n(st[i] + s, v, r);
+      acc[i] = V::fma(v, c, acc[i]);
+    }
+  }
+#pragma GCC unroll 4
+  for (std::size_t i = 0; i < N; ++i) y_buf[l0 + i] = V::reduce_add(acc[i]);
+}
+
 /// One token (a.n_tokens == 1 is not required: tokens run one after another).
 /// @pre a.validate() is ok
 static void scan_step(const scan_args& a) noexcept {
-  const std::size_t S = a.d_state, S_full = S - S % lanes;
   alignas(64) float sp_buf[lanes], xdt_buf[lanes], y_buf[lanes] = {};
   for (std::size_t t = 0; t < a.n_tokens; ++t) {
     const float* B = a.B + t * a.ld_bc;
@@ -38,29 +74,9 @@ static void scan_step(const scan_args& a) noexcept {
       const vf x = load_n(a.x + t * a.ld_x + c0, n);
       V::store(sp_buf, sp);
       V::store(xdt_buf, V::mul(x, sp));
-      for (std::size_t l = 0; l < n; ++l) {
-        const std::size_t c = c0 + l;
-        float* st = a.state + c * S;
-        const float* A = a.A + c * S;
-        const vf spv = V::set1(sp_buf[l]), xdt = V::set1(xdt_buf[l]);
-        vf acc = V::zero();
-        std::size_t s = 0;
-        for (; s < S_full; s += lanes) {
-          const vf dA = V::exp(V::mul(spv, V::load(A + s)));
-          const vf v = V::fma(V::load(st + s), dA, V::mul(V::load(B + s), xdt));
-          V::store(st + s, v);
-          acc = V::fma(v, V::load(C + s), acc);
-        }
-        if (s < S) {  // zero lanes: exp(0) = 1 times state 0 plus B 0: stays 0
-          const std::size_t r = S - s;
-          const vf dA = V::exp(V::mul(spv, load_n(A + s, r)));
-          const vf v = V::fma(load_n(st + s, r), dA,
-                              V::mul(load_n(B + s, r), xdt));
-          store_n(st + s, v, r);
-          acc = V::fma(v, load_n(C + s, r), acc);
-        }
-        y_buf[l] = V::reduce_add(acc);
-      }
+      std::size_t l = 0;
+      for (; l + 4 <= n; l += 4) step_channels<4>(a, B, C, c0, l, sp_buf, xdt_buf, y_buf);
+      for (; l < n; ++l) step_channels<1>(a, B, C, c0, l, sp_buf, xdt_buf, y_buf);
       store_n(a.y + t * a.ld_y + c0, scan_output(a, t, c0, n, V::load(y_buf), x), n);
     }
   }

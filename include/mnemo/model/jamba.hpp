@@ -1,0 +1,287 @@
+// A Jamba-style hybrid decoder (Lieber et al. 2024) for GGUF arch `jamba` with dense
+// FFN layers: per layer h = RMSNorm(x) attn_norm; x += mixer(h), the mixer being
+// either Mamba-1 (mamba_mixer.hpp, with dt/B/C norms) or causal GQA attention without
+// RoPE; then x += down(silu(gate h2) * up h2), h2 = RMSNorm(x) ffn_norm. The forward
+// pass follows llama.cpp's llama_model_jamba::graph (fixtures MODELS.md §6).
+//
+// The memory routes layers: attention layers to a KV strategy (full_cache,
+// split_stream, ...) and Mamba layers to memory::recurrent, through memory::layered,
+// whose transactions and sequence operations keep both parts coherent:
+//
+//   using kv = memory::full_cache<float>;
+//   using mem_t = memory::layered<kv, memory::recurrent>;
+//   auto mem = mem_t::make(m.layer_parts(0, 1), kv::make(m.full_cache_config(4096, 4)).value(),
+//                          memory::recurrent::make(m.recurrent_config(4)).value());
+//   auto ctx = context<model::jamba_model, mem_t>::make(m, std::move(*mem), p);
+#pragma once
+
+#include <algorithm>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "mnemo/attention/attend.hpp"
+#include "mnemo/base/aligned_buffer.hpp"
+#include "mnemo/batch/ubatch.hpp"
+#include "mnemo/memory/concepts.hpp"
+#include "mnemo/memory/full_cache.hpp"
+#include "mnemo/memory/recurrent.hpp"
+#include "mnemo/memory/split_stream.hpp"
+#include "mnemo/model/gguf.hpp"
+#include "mnemo/model/jamba_hparams.hpp"
+#include "mnemo/model/layers.hpp"
+#include "mnemo/model/mamba_mixer.hpp"
+#include "mnemo/model/matmul.hpp"
+#include "mnemo/model/weight.hpp"
+
+namespace mnemo::model {
+
+/// One layer: the norms and FFN every layer has, and either attention or a mixer.
+struct jamba_layer {
+  std::vector<float> attn_norm, ffn_norm;  // [n_embd]
+  weight wq, wk, wv, wo;                   // attention layers only (llama_layer shapes)
+  std::optional<mamba_mixer> mixer;        // Mamba layers only
+  weight gate, up, down;                   // [n_embd, n_ff], [n_ff, n_embd]
+};
+
+class jamba_workspace {
+ public:
+  std::uint32_t n_ubatch() const noexcept { return n_ubatch_; }
+  const float* logits() const noexcept { return logits_.data(); }
+  std::uint32_t n_outputs() const noexcept { return n_outputs_; }
+
+ private:
+  friend class jamba_model;
+  std::uint32_t n_ubatch_ = 0, n_outputs_ = 0;
+  aligned_buffer<float> x_, h_, tmp_;  // [n_ubatch, n_embd]
+  aligned_buffer<float> q_, attn_;     // [n_ubatch, n_head * d]
+  aligned_buffer<float> k_, v_;        // [n_ubatch, n_head_kv * d]
+  aligned_buffer<float> gate_, up_;    // [n_ubatch, n_ff]
+  aligned_buffer<float> logits_;       // [n_ubatch, n_vocab]
+  mamba_mixer_buffers mixer_;
+  attention::workspace attn_ws_;
+  matmul_workspace mm_ws_;
+  memory::layer_views views_;
+};
+
+class jamba_model {
+ public:
+  using workspace = jamba_workspace;
+
+  static result<jamba_model> load(gguf_file file) {
+    jamba_model m;
+    MNEMO_ASSIGN_OR_RETURN(m.hp_, read_jamba_hparams(file));
+    m.file_.emplace(std::move(file));
+    MNEMO_RETURN_IF_ERROR(m.bind_tensors().with_context("jamba"));
+    return m;
+  }
+  static result<jamba_model> open(const std::string& path) {
+    MNEMO_ASSIGN_OR_RETURN(gguf_file f, gguf_file::open(path));
+    auto m = load(std::move(f));
+    if (!m.is_ok()) return status(m.error()).with_context(path);
+    return m;
+  }
+
+  jamba_model(jamba_model&&) noexcept = default;
+  jamba_model& operator=(jamba_model&&) noexcept = default;
+
+  const jamba_hparams& hparams() const noexcept { return hp_; }
+  std::uint32_t n_vocab() const noexcept { return hp_.n_vocab; }
+  std::uint32_t n_embd() const noexcept { return hp_.n_embd; }
+  std::uint32_t n_layer() const noexcept { return hp_.n_layer; }
+  const gguf_file& file() const noexcept { return *file_; }
+
+  /// layered::make's route: attention layers to part `attention_part`, Mamba layers to
+  /// part `recurrent_part`.
+  std::vector<std::uint8_t> layer_parts(std::uint8_t attention_part,
+                                        std::uint8_t recurrent_part) const {
+    std::vector<std::uint8_t> r;
+    for (auto rec : hp_.recurrent) r.push_back(rec ? recurrent_part : attention_part);
+    return r;
+  }
+  /// The K/V geometry of the attention layers (their count, not the model's).
+  memory::kv_shape kv_shape() const noexcept {
+    return {hp_.n_attention_layers(), hp_.n_head_kv, hp_.d_k, hp_.d_v};
+  }
+  memory::full_cache_config full_cache_config(std::size_t size, seq_id n_seq_max) const {
+    memory::full_cache_config c;
+    c.shape = kv_shape();
+    c.size = size;
+    c.n_seq_max = n_seq_max;
+    c.rope.layout = attention::rope_layout::none;  // no RoPE: a shift rotates nothing
+    return c;
+  }
+  memory::split_stream_config split_stream_config(std::size_t size_per_stream,
+                                                  seq_id n_seq_max) const {
+    memory::split_stream_config c;
+    c.shape = kv_shape();
+    c.size_per_stream = size_per_stream;
+    c.n_seq_max = n_seq_max;
+    c.rope.layout = attention::rope_layout::none;
+    return c;
+  }
+  memory::recurrent_config recurrent_config(seq_id n_seq_max, std::size_t n_checkpoints = 0,
+                                            std::size_t checkpoint_bytes = 0) const {
+    return {.n_layer = hp_.n_recurrent_layers(),
+            .conv_floats = hp_.ssm.conv_floats(),
+            .ssm_floats = hp_.ssm.ssm_floats(),
+            .n_seq_max = n_seq_max,
+            .n_checkpoints = n_checkpoints,
+            .checkpoint_bytes = checkpoint_bytes};
+  }
+
+  result<jamba_workspace> make_workspace(std::uint32_t n_ubatch) const {
+    if (n_ubatch == 0)
+      return make_status(status_code::invalid_argument, "jamba: n_ubatch must be > 0");
+    jamba_workspace ws;
+    ws.n_ubatch_ = n_ubatch;
+    const std::size_t n = n_ubatch, E = hp_.n_embd;
+    const std::size_t qd = std::size_t{hp_.n_head} * hp_.d_k,
+                      ad = std::size_t{hp_.n_head} * hp_.d_v;
+    MNEMO_ASSIGN_OR_RETURN(ws.x_, aligned_buffer<float>::make(n * E));
+    MNEMO_ASSIGN_OR_RETURN(ws.h_, aligned_buffer<float>::make(n * E));
+    MNEMO_ASSIGN_OR_RETURN(ws.tmp_, aligned_buffer<float>::make(n * E));
+    MNEMO_ASSIGN_OR_RETURN(ws.q_, aligned_buffer<float>::make(n * qd));
+    MNEMO_ASSIGN_OR_RETURN(ws.attn_, aligned_buffer<float>::make(n * ad));
+    MNEMO_ASSIGN_OR_RETURN(ws.k_, aligned_buffer<float>::make(n * hp_.n_head_kv * hp_.d_k));
+    MNEMO_ASSIGN_OR_RETURN(ws.v_, aligned_buffer<float>::make(n * hp_.n_head_kv * hp_.d_v));
+    MNEMO_ASSIGN_OR_RETURN(ws.gate_, aligned_buffer<float>::make(n * hp_.n_ff));
+    MNEMO_ASSIGN_OR_RETURN(ws.up_, aligned_buffer<float>::make(n * hp_.n_ff));
+    MNEMO_ASSIGN_OR_RETURN(ws.logits_, aligned_buffer<float>::make(n * hp_.n_vocab));
+    MNEMO_ASSIGN_OR_RETURN(ws.mixer_, mamba_mixer_buffers::make(hp_.ssm, n_ubatch));
+    return ws;
+  }
+
+  /// Computes micro-batch u (already applied to `mem`): K/V of the attention layers
+  /// into the memory, Mamba states updated, logits of the output tokens in ws.logits().
+  /// Layer indices passed to the memory are the model's (the composite routes them).
+  template <simd::isa_tag Isa = simd::native, class Memory>
+  requires memory::kv_memory<Memory> && recurrent_state_memory<Memory> status
+  forward(Memory& mem, std::size_t u, const ubatch& ub, jamba_workspace& ws, int n_threads)
+  const {
+    using KE = typename Memory::k_element;
+    using VE = typename Memory::v_element;
+    const std::size_t n = ub.n_tokens(), E = hp_.n_embd, F = hp_.n_ff;
+    const std::size_t kd = std::size_t{hp_.n_head_kv} * hp_.d_k;
+    const std::size_t vd = std::size_t{hp_.n_head_kv} * hp_.d_v;
+    const std::size_t qd = std::size_t{hp_.n_head} * hp_.d_k;
+    const std::size_t ad = std::size_t{hp_.n_head} * hp_.d_v;
+    ws.n_outputs_ = 0;
+    if (n == 0) return {};
+    if (n > ws.n_ubatch_)
+      return make_status(status_code::invalid_argument,
+                         "jamba: micro-batch of %zu tokens exceeds the workspace's n_ubatch %u", n,
+                         ws.n_ubatch_);
+    float *x = ws.x_.data(), *h = ws.h_.data(), *tmp = ws.tmp_.data();
+    float *q = ws.q_.data(), *k = ws.k_.data(), *v = ws.v_.data(), *att = ws.attn_.data();
+    MNEMO_RETURN_IF_ERROR(detail::embed_rows<Isa>(ub, token_embd_, E, hp_.n_vocab, x, "jamba"));
+
+    const attention::shape sh{hp_.n_head, hp_.n_head_kv, hp_.d_k, hp_.d_v};
+    const attention::params ap = hp_.attention_params();
+    const attention::options opt{n_threads};
+    for (std::size_t l = 0; l < hp_.n_layer; ++l) {
+      const jamba_layer& L = layers_[l];
+      for (std::size_t t = 0; t < n; ++t)
+        rms_norm<Isa>(x + t * E, L.attn_norm.data(), h + t * E, E, hp_.rms_eps);
+      if (L.mixer) {
+        MNEMO_RETURN_IF_ERROR(mamba_mixer_forward<Isa>(*L.mixer, hp_.ssm, hp_.rms_eps, mem, l, u, n,
+                                                       h, tmp, ws.mixer_, n_threads, ws.mm_ws_));
+      } else {
+        mul_mat<Isa>(L.wq, h, E, n, q, qd, n_threads, ws.mm_ws_);
+        mul_mat<Isa>(L.wk, h, E, n, k, kd, n_threads, ws.mm_ws_);
+        mul_mat<Isa>(L.wv, h, E, n, v, vd, n_threads, ws.mm_ws_);
+        for (std::size_t t = 0; t < n; ++t)  // no RoPE
+          mem.template write_kv<Isa>(l, u, t, k + t * kd, v + t * vd);
+        mem.views(l, u, ws.views_);
+        const attention::query_batch qb{
+            q, n, ub.pos.data(), ub.seq.data(),
+            ws.views_.token_stream.empty() ? nullptr : ws.views_.token_stream.data()};
+        MNEMO_RETURN_IF_ERROR(
+            (attention::attend<Isa, KE, VE>(sh, ap, qb, ws.views_.streams, att, ws.attn_ws_, opt))
+                .with_context("jamba"));
+        mul_mat<Isa>(L.wo, att, ad, n, tmp, E, n_threads, ws.mm_ws_);
+      }
+      for (std::size_t t = 0; t < n; ++t) add_to<Isa>(x + t * E, tmp + t * E, E);
+
+      for (std::size_t t = 0; t < n; ++t)
+        rms_norm<Isa>(x + t * E, L.ffn_norm.data(), h + t * E, E, hp_.rms_eps);
+      mul_mat<Isa>(L.gate, h, E, n, ws.gate_.data(), F, n_threads, ws.mm_ws_);
+      mul_mat<Isa>(L.up, h, E, n, ws.up_.data(), F, n_threads, ws.mm_ws_);
+      parallel_for(n, n_threads, [&](std::size_t t, int) {
+        swiglu<Isa>(ws.gate_.data() + t * F, ws.up_.data() + t * F, F);
+      });
+      mul_mat<Isa>(L.down, ws.gate_.data(), F, n, tmp, E, n_threads, ws.mm_ws_);
+      for (std::size_t t = 0; t < n; ++t) add_to<Isa>(x + t * E, tmp + t * E, E);
+    }
+
+    std::size_t n_out = 0;
+    for (std::size_t t = 0; t < n; ++t)
+      if (ub.output[t])
+        rms_norm<Isa>(x + t * E, output_norm_.data(), h + n_out++ * E, E, hp_.rms_eps);
+    mul_mat<Isa>(output_, h, E, n_out, ws.logits_.data(), hp_.n_vocab, n_threads, ws.mm_ws_);
+    ws.n_outputs_ = static_cast<std::uint32_t>(n_out);
+    return {};
+  }
+
+ private:
+  jamba_model() = default;
+
+  status bind_tensors() {
+    const gguf_file& f = *file_;
+    const std::size_t E = hp_.n_embd, V = hp_.n_vocab, F = hp_.n_ff;
+    const std::size_t qd = std::size_t{hp_.n_head} * hp_.d_k,
+                      ad = std::size_t{hp_.n_head} * hp_.d_v;
+    const std::size_t kd = std::size_t{hp_.n_head_kv} * hp_.d_k;
+    const std::size_t vd = std::size_t{hp_.n_head_kv} * hp_.d_v;
+    MNEMO_ASSIGN_OR_RETURN(token_embd_, detail::tensor_matrix(f, "token_embd.weight", E, V));
+    MNEMO_ASSIGN_OR_RETURN(output_norm_, detail::tensor_f32(f, "output_norm.weight", E, 1));
+    if (f.find_tensor("output.weight") == nullptr) {
+      output_ = token_embd_;
+    } else {
+      MNEMO_ASSIGN_OR_RETURN(output_, detail::tensor_matrix(f, "output.weight", E, V));
+    }
+    layers_.resize(hp_.n_layer);
+    for (std::uint32_t l = 0; l < hp_.n_layer; ++l) {
+      const std::string b = "blk." + std::to_string(l) + ".";
+      const bool rec = hp_.recurrent[l] != 0;
+      // Tensors this decoder would silently ignore are refused instead: experts, biases,
+      // and the other kind of mixer's tensors on a layer.
+      for (const char* extra :
+           {"ffn_gate_inp.weight", "attn_q.bias", "attn_k.bias", "attn_v.bias", "attn_output.bias"})
+        if (f.find_tensor(b + extra) != nullptr)
+          return make_status(status_code::unsupported,
+                             "tensor '%s%s' (experts or attention biases) is not supported",
+                             b.c_str(), extra);
+      const char* wrong = rec ? "attn_q.weight" : "ssm_in.weight";
+      if (f.find_tensor(b + wrong) != nullptr)
+        return make_status(status_code::invalid_argument,
+                           "layer %u is %s (head_count_kv %s 0) but has tensor '%s%s'", l,
+                           rec ? "Mamba" : "attention", rec ? "==" : "!=", b.c_str(), wrong);
+      jamba_layer& L = layers_[l];
+      MNEMO_ASSIGN_OR_RETURN(L.attn_norm, detail::tensor_f32(f, b + "attn_norm.weight", E, 1));
+      MNEMO_ASSIGN_OR_RETURN(L.ffn_norm, detail::tensor_f32(f, b + "ffn_norm.weight", E, 1));
+      if (rec) {
+        MNEMO_ASSIGN_OR_RETURN(auto mx,
+                               bind_mamba_mixer(f, b, hp_.ssm, hp_.n_embd, mixer_norms::required));
+        L.mixer.emplace(std::move(mx));
+      } else {
+        MNEMO_ASSIGN_OR_RETURN(L.wq, detail::tensor_matrix(f, b + "attn_q.weight", E, qd));
+        MNEMO_ASSIGN_OR_RETURN(L.wk, detail::tensor_matrix(f, b + "attn_k.weight", E, kd));
+        MNEMO_ASSIGN_OR_RETURN(L.wv, detail::tensor_matrix(f, b + "attn_v.weight", E, vd));
+        MNEMO_ASSIGN_OR_RETURN(L.wo, detail::tensor_matrix(f, b + "attn_output.weight", ad, E));
+      }
+      MNEMO_ASSIGN_OR_RETURN(L.gate, detail::tensor_matrix(f, b + "ffn_gate.weight", E, F));
+      MNEMO_ASSIGN_OR_RETURN(L.up, detail::tensor_matrix(f, b + "ffn_up.weight", E, F));
+      MNEMO_ASSIGN_OR_RETURN(L.down, detail::tensor_matrix(f, b + "ffn_down.weight", F, E));
+    }
+    return {};
+  }
+
+  std::optional<gguf_file> file_;
+  jamba_hparams hp_;
+  weight token_embd_, output_;
+  std::vector<float> output_norm_;
+  std::vector<jamba_layer> layers_;
+};
+
+}  // namespace mnemo::model

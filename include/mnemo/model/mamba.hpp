@@ -1,0 +1,175 @@
+// A Mamba-1 decoder (Gu & Dao 2023) for GGUF arch `mamba`: per layer
+// x += mixer(RMSNorm(x) attn_norm) with no FFN, then the final RMSNorm and the output
+// (tied to token_embd when output.weight is absent). The forward pass follows
+// llama.cpp's llama_model_mamba::graph (fixtures MODELS.md §5); the mixer is
+// mamba_mixer.hpp.
+//
+// The model owns its gguf_file and is written against recurrent_state_memory only:
+// memory::recurrent, or a composite whose every layer is recurrent.
+//
+//   MNEMO_ASSIGN_OR_RETURN(auto m, model::mamba_model::open("mamba.gguf"));
+//   MNEMO_ASSIGN_OR_RETURN(auto mem, memory::recurrent::make(m.recurrent_config(4)));
+//   auto ctx = context<model::mamba_model, memory::recurrent>::make(m, std::move(mem), p);
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "mnemo/base/aligned_buffer.hpp"
+#include "mnemo/batch/ubatch.hpp"
+#include "mnemo/memory/recurrent.hpp"
+#include "mnemo/model/gguf.hpp"
+#include "mnemo/model/layers.hpp"
+#include "mnemo/model/mamba_hparams.hpp"
+#include "mnemo/model/mamba_mixer.hpp"
+#include "mnemo/model/matmul.hpp"
+#include "mnemo/model/weight.hpp"
+
+namespace mnemo::model {
+
+/// Activations of one micro-batch of up to n_ubatch tokens, reused by every call.
+class mamba_workspace {
+ public:
+  std::uint32_t n_ubatch() const noexcept { return n_ubatch_; }
+  /// [n_outputs, n_vocab] logits of the last forward(), output tokens in micro-batch order.
+  const float* logits() const noexcept { return logits_.data(); }
+  std::uint32_t n_outputs() const noexcept { return n_outputs_; }
+
+ private:
+  friend class mamba_model;
+  std::uint32_t n_ubatch_ = 0, n_outputs_ = 0;
+  aligned_buffer<float> x_, h_, tmp_;  // [n_ubatch, n_embd]
+  aligned_buffer<float> logits_;       // [n_ubatch, n_vocab]
+  mamba_mixer_buffers mixer_;
+  matmul_workspace mm_ws_;
+};
+
+class mamba_model {
+ public:
+  using workspace = mamba_workspace;
+
+  /// Reads the hyper-parameters and checks every tensor's presence, shape and type.
+  static result<mamba_model> load(gguf_file file) {
+    mamba_model m;
+    MNEMO_ASSIGN_OR_RETURN(m.hp_, read_mamba_hparams(file));
+    m.file_.emplace(std::move(file));
+    MNEMO_RETURN_IF_ERROR(m.bind_tensors().with_context("mamba"));
+    return m;
+  }
+  static result<mamba_model> open(const std::string& path) {
+    MNEMO_ASSIGN_OR_RETURN(gguf_file f, gguf_file::open(path));
+    auto m = load(std::move(f));
+    if (!m.is_ok()) return status(m.error()).with_context(path);
+    return m;
+  }
+
+  mamba_model(mamba_model&&) noexcept = default;
+  mamba_model& operator=(mamba_model&&) noexcept = default;
+
+  const mamba_hparams& hparams() const noexcept { return hp_; }
+  std::uint32_t n_vocab() const noexcept { return hp_.n_vocab; }
+  std::uint32_t n_embd() const noexcept { return hp_.n_embd; }
+  std::uint32_t n_layer() const noexcept { return hp_.n_layer; }
+  bool tied_output() const noexcept { return tied_; }
+  const gguf_file& file() const noexcept { return *file_; }
+
+  /// A recurrent memory for this model: one slot per sequence id in [0, n_seq_max),
+  /// optionally with checkpoints for suffix removal (docs/recurrent.md).
+  memory::recurrent_config recurrent_config(seq_id n_seq_max, std::size_t n_checkpoints = 0,
+                                            std::size_t checkpoint_bytes = 0) const {
+    return {.n_layer = hp_.n_layer,
+            .conv_floats = hp_.ssm.conv_floats(),
+            .ssm_floats = hp_.ssm.ssm_floats(),
+            .n_seq_max = n_seq_max,
+            .n_checkpoints = n_checkpoints,
+            .checkpoint_bytes = checkpoint_bytes};
+  }
+
+  result<mamba_workspace> make_workspace(std::uint32_t n_ubatch) const {
+    if (n_ubatch == 0)
+      return make_status(status_code::invalid_argument, "mamba: n_ubatch must be > 0");
+    mamba_workspace ws;
+    ws.n_ubatch_ = n_ubatch;
+    const std::size_t n = n_ubatch, E = hp_.n_embd;
+    MNEMO_ASSIGN_OR_RETURN(ws.x_, aligned_buffer<float>::make(n * E));
+    MNEMO_ASSIGN_OR_RETURN(ws.h_, aligned_buffer<float>::make(n * E));
+    MNEMO_ASSIGN_OR_RETURN(ws.tmp_, aligned_buffer<float>::make(n * E));
+    MNEMO_ASSIGN_OR_RETURN(ws.logits_, aligned_buffer<float>::make(n * hp_.n_vocab));
+    MNEMO_ASSIGN_OR_RETURN(ws.mixer_, mamba_mixer_buffers::make(hp_.ssm, n_ubatch));
+    return ws;
+  }
+
+  /// Computes micro-batch u (already applied to `mem`): updates every layer's state of
+  /// the micro-batch's sequences and leaves the logits of the tokens with ub.output set
+  /// in ws.logits(). A status for a micro-batch larger than the workspace or a token
+  /// outside the vocabulary; the caller rolls the memory back.
+  template <simd::isa_tag Isa = simd::native, recurrent_state_memory Memory>
+  status forward(Memory& mem, std::size_t u, const ubatch& ub, mamba_workspace& ws,
+                 int n_threads) const {
+    const std::size_t n = ub.n_tokens(), E = hp_.n_embd;
+    ws.n_outputs_ = 0;
+    if (n == 0) return {};
+    if (n > ws.n_ubatch_)
+      return make_status(status_code::invalid_argument,
+                         "mamba: micro-batch of %zu tokens exceeds the workspace's n_ubatch %u", n,
+                         ws.n_ubatch_);
+    float *x = ws.x_.data(), *h = ws.h_.data(), *tmp = ws.tmp_.data();
+    MNEMO_RETURN_IF_ERROR(detail::embed_rows<Isa>(ub, token_embd_, E, hp_.n_vocab, x, "mamba"));
+    for (std::size_t l = 0; l < hp_.n_layer; ++l) {
+      for (std::size_t t = 0; t < n; ++t)
+        rms_norm<Isa>(x + t * E, attn_norm_[l].data(), h + t * E, E, hp_.rms_eps);
+      MNEMO_RETURN_IF_ERROR(mamba_mixer_forward<Isa>(mixers_[l], hp_.ssm, hp_.rms_eps, mem, l, u, n,
+                                                     h, tmp, ws.mixer_, n_threads, ws.mm_ws_));
+      for (std::size_t t = 0; t < n; ++t) add_to<Isa>(x + t * E, tmp + t * E, E);
+    }
+    std::size_t n_out = 0;
+    for (std::size_t t = 0; t < n; ++t)
+      if (ub.output[t])
+        rms_norm<Isa>(x + t * E, output_norm_.data(), h + n_out++ * E, E, hp_.rms_eps);
+    mul_mat<Isa>(output_, h, E, n_out, ws.logits_.data(), hp_.n_vocab, n_threads, ws.mm_ws_);
+    ws.n_outputs_ = static_cast<std::uint32_t>(n_out);
+    return {};
+  }
+
+ private:
+  mamba_model() = default;
+
+  status bind_tensors() {
+    const gguf_file& f = *file_;
+    const std::size_t E = hp_.n_embd, V = hp_.n_vocab;
+    MNEMO_ASSIGN_OR_RETURN(token_embd_, detail::tensor_matrix(f, "token_embd.weight", E, V));
+    MNEMO_ASSIGN_OR_RETURN(output_norm_, detail::tensor_f32(f, "output_norm.weight", E, 1));
+    tied_ = f.find_tensor("output.weight") == nullptr;
+    if (tied_) {
+      output_ = token_embd_;
+    } else {
+      MNEMO_ASSIGN_OR_RETURN(output_, detail::tensor_matrix(f, "output.weight", E, V));
+    }
+    for (std::uint32_t l = 0; l < hp_.n_layer; ++l) {
+      const std::string b = "blk." + std::to_string(l) + ".";
+      for (const char* extra : {"ffn_norm.weight", "ffn_up.weight", "attn_q.weight"})
+        if (f.find_tensor(b + extra) != nullptr)
+          return make_status(status_code::unsupported,
+                             "tensor '%s%s': a mamba layer has no attention or FFN (is this a "
+                             "hybrid such as jamba?)",
+                             b.c_str(), extra);
+      MNEMO_ASSIGN_OR_RETURN(auto norm, detail::tensor_f32(f, b + "attn_norm.weight", E, 1));
+      attn_norm_.push_back(std::move(norm));
+      MNEMO_ASSIGN_OR_RETURN(auto mx,
+                             bind_mamba_mixer(f, b, hp_.ssm, hp_.n_embd, mixer_norms::none));
+      mixers_.push_back(std::move(mx));
+    }
+    return {};
+  }
+
+  std::optional<gguf_file> file_;  // optional only because gguf_file has no empty state
+  mamba_hparams hp_;
+  weight token_embd_, output_;
+  std::vector<float> output_norm_;
+  std::vector<std::vector<float>> attn_norm_;  // [n_layer][n_embd]
+  std::vector<mamba_mixer> mixers_;
+  bool tied_ = false;
+};
+
+}  // namespace mnemo::model

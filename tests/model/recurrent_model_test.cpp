@@ -1,0 +1,326 @@
+// Recurrent and hybrid models through mnemo::context, on the fixture models (mamba on
+// memory::recurrent; jamba on layered<full_cache, recurrent>):
+//  - state save / load / resume: decode half, save, load into a fresh context, decode
+//    the rest: the same logits, bit for bit, as decoding straight through;
+//  - rollback: a failure injected in micro-batch 1 after micro-batch 0 was applied
+//    leaves the whole memory state byte-identical, and the context usable;
+//  - a randomized model-based test: random multi-sequence decodes (small micro-batches,
+//    injected failures), suffix removals through checkpoints, copies, keeps and clears,
+//    checked against a reference that holds only each sequence's token history: the
+//    logits of a sequence's last token must equal (to 1e-4 * max|logit|) those of a
+//    fresh context decoding that history in one call, and a refused or failed
+//    operation must leave the state bytes unchanged.
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "mnemo/base/rng.hpp"
+#include "mnemo/context.hpp"
+#include "mnemo/memory/full_cache.hpp"
+#include "mnemo/memory/layered.hpp"
+#include "mnemo/memory/layered_state.hpp"
+#include "mnemo/memory/recurrent.hpp"
+#include "mnemo/memory/recurrent_state.hpp"
+#include "mnemo/model/jamba.hpp"
+#include "mnemo/model/mamba.hpp"
+
+namespace {
+
+using namespace mnemo;
+
+std::string fixture(const std::string& name) {
+  return std::string(MNEMO_FIXTURES_DIR) + "/" + name;
+}
+
+/// A model that runs the real forward pass and then fails at micro-batch fail_at, so
+/// the memory holds changed bytes when the context rolls back.
+template <class M>
+struct failing_model {
+  using workspace = typename M::workspace;
+  const M* m = nullptr;
+  mutable int fail_at = -1;
+
+  std::uint32_t n_vocab() const { return m->n_vocab(); }
+  std::uint32_t n_embd() const { return m->n_embd(); }
+  result<workspace> make_workspace(std::uint32_t n) const { return m->make_workspace(n); }
+  template <simd::isa_tag Isa = simd::native, class Memory>
+  status forward(Memory& mem, std::size_t u, const ubatch& ub, workspace& ws, int threads) const {
+    MNEMO_RETURN_IF_ERROR(m->template forward<Isa>(mem, u, ub, ws, threads));
+    if (static_cast<int>(u) == fail_at)
+      return make_status(status_code::internal, "injected failure in micro-batch %zu", u);
+    return {};
+  }
+};
+
+struct mamba_kind {
+  using model_t = model::mamba_model;
+  using memory_t = memory::recurrent;
+  static constexpr const char* file = "mamba.gguf";
+  static result<memory_t> make_memory(const model_t& m, std::size_t n_ckpt) {
+    return memory::recurrent::make(m.recurrent_config(4, n_ckpt));
+  }
+};
+
+struct jamba_kind {
+  using model_t = model::jamba_model;
+  using memory_t = memory::layered<memory::full_cache<float>, memory::recurrent>;
+  static constexpr const char* file = "jamba.gguf";
+  static result<memory_t> make_memory(const model_t& m, std::size_t n_ckpt) {
+    MNEMO_ASSIGN_OR_RETURN(auto kv, memory::full_cache<float>::make(m.full_cache_config(512, 4)));
+    MNEMO_ASSIGN_OR_RETURN(auto rec, memory::recurrent::make(m.recurrent_config(4, n_ckpt)));
+    return memory_t::make(m.layer_parts(0, 1), std::move(kv), std::move(rec));
+  }
+};
+
+template <class Kind>
+const typename Kind::model_t* load() {
+  static std::unique_ptr<typename Kind::model_t> m = [] {
+    auto r = Kind::model_t::open(fixture(Kind::file));
+    return r.is_ok() ? std::make_unique<typename Kind::model_t>(std::move(r).value()) : nullptr;
+  }();
+  return m.get();
+}
+
+template <class Kind>
+class RecurrentModel : public ::testing::Test {
+ protected:
+  using model_t = typename Kind::model_t;
+  using memory_t = typename Kind::memory_t;
+  using ctx_t = context<failing_model<model_t>, memory_t>;
+
+  void SetUp() override {
+    if (!std::filesystem::exists(fixture(Kind::file))) GTEST_SKIP() << "no fixtures";
+    model_ = load<Kind>();
+    ASSERT_NE(model_, nullptr);
+    wrap_.m = model_;
+  }
+
+  ctx_t make_ctx(std::uint32_t n_ubatch, std::size_t n_ckpt = 0) {
+    auto mem = Kind::make_memory(*model_, n_ckpt);
+    EXPECT_TRUE(mem.is_ok()) << mem.error().to_string();
+    context_params p;
+    p.n_ubatch = n_ubatch;
+    p.n_seq_max = 4;
+    p.n_threads = 2;
+    auto c = ctx_t::make(wrap_, std::move(mem).value(), p);
+    EXPECT_TRUE(c.is_ok());
+    return std::move(c).value();
+  }
+
+  static std::vector<std::uint8_t> bytes(ctx_t& c) {
+    std::vector<std::uint8_t> out;
+    EXPECT_TRUE(c.state_write(-1, out).is_ok());
+    return out;
+  }
+
+  static token_id token_at(seq_id s, pos_t p) { return 3 + (p * 37 + s * 101) % 509; }
+
+  /// Logits of the last token after decoding `hist` as sequence 0 in one call of a
+  /// fresh context (the reference path: one micro-batch, chunked scan).
+  std::vector<float> reference(const std::vector<token_id>& hist) {
+    auto c = make_ctx(512);
+    batch b;
+    for (std::size_t p = 0; p < hist.size(); ++p)
+      b.add(hist[p], static_cast<pos_t>(p), {0}, p + 1 == hist.size());
+    EXPECT_TRUE(c.decode(b).is_ok());
+    const auto row = c.logits_ith(-1);
+    return {row.begin(), row.end()};
+  }
+
+  const model_t* model_ = nullptr;
+  failing_model<model_t> wrap_;
+};
+
+using kinds = ::testing::Types<mamba_kind, jamba_kind>;
+TYPED_TEST_SUITE(RecurrentModel, kinds);
+
+TYPED_TEST(RecurrentModel, SaveLoadResumeGivesIdenticalLogits) {
+  // Two sequences so the state holds more than one slot; calls of 20 tokens each.
+  auto decode_range = [](auto& c, pos_t p0, pos_t p1, std::vector<float>& out) {
+    batch b;
+    for (seq_id s = 0; s < 2; ++s)
+      for (pos_t p = p0; p < p1; ++p) b.add(TestFixture::token_at(s, p), p, {s}, true);
+    ASSERT_TRUE(c.decode(b).is_ok());
+    const auto l = c.logits();
+    out.insert(out.end(), l.begin(), l.end());
+  };
+  std::vector<float> straight, resumed;
+  auto a = this->make_ctx(16);
+  decode_range(a, 0, 20, straight);
+  decode_range(a, 20, 40, straight);
+
+  auto b = this->make_ctx(16);
+  decode_range(b, 0, 20, resumed);
+  const std::vector<std::uint8_t> saved = this->bytes(b);
+  auto c = this->make_ctx(16);
+  ASSERT_TRUE(c.state_read(saved).is_ok());
+  EXPECT_EQ(c.seq_pos_max(0), 19);
+  EXPECT_EQ(c.seq_pos_max(1), 19);
+  decode_range(c, 20, 40, resumed);
+  ASSERT_EQ(straight.size(), resumed.size());
+  for (std::size_t i = 0; i < straight.size(); ++i)
+    ASSERT_EQ(straight[i], resumed[i])
+        << "value " << i << " (row " << i / this->model_->n_vocab() << ")";
+
+  // A per-sequence state moves sequence 1 into sequence 3 of another context.
+  std::vector<std::uint8_t> one;
+  ASSERT_TRUE(b.state_write(1, one).is_ok());
+  auto d = this->make_ctx(16);
+  ASSERT_TRUE(d.state_read(one, 3).is_ok());
+  EXPECT_EQ(d.seq_pos_max(3), 19);
+  EXPECT_EQ(d.seq_pos_max(1), -1);
+}
+
+TYPED_TEST(RecurrentModel, FailureInSecondMicroBatchRestoresEveryByte) {
+  auto c = this->make_ctx(8);
+  batch warm;
+  for (seq_id s = 0; s < 3; ++s)
+    for (pos_t p = 0; p < 5; ++p) warm.add(TestFixture::token_at(s, p), p, {s}, p == 4);
+  ASSERT_TRUE(c.decode(warm).is_ok());
+  const std::vector<std::uint8_t> before = this->bytes(c);
+
+  // 3 sequences x 6 tokens with n_ubatch 8: equal split gives micro-batches of 2 tokens
+  // per sequence; micro-batch 0 is applied and computed, 1 fails after computing.
+  batch b;
+  for (seq_id s = 0; s < 3; ++s)
+    for (pos_t p = 5; p < 11; ++p) b.add(TestFixture::token_at(s, p), p, {s}, true);
+  this->wrap_.fail_at = 1;
+  const status st = c.decode(b);
+  this->wrap_.fail_at = -1;
+  ASSERT_FALSE(st.is_ok());
+  EXPECT_NE(st.to_string().find("injected"), std::string::npos) << st.to_string();
+  EXPECT_EQ(c.n_outputs(), 0u);
+  const std::vector<std::uint8_t> after = this->bytes(c);
+  ASSERT_EQ(before.size(), after.size());
+  for (std::size_t i = 0; i < before.size(); ++i)
+    ASSERT_EQ(before[i], after[i]) << "state byte " << i << " of " << before.size();
+  for (seq_id s = 0; s < 3; ++s) EXPECT_EQ(c.seq_pos_max(s), 4);
+
+  // The same batch now succeeds and matches a context that never failed.
+  ASSERT_TRUE(c.decode(b).is_ok());
+  auto ok = this->make_ctx(8);
+  ASSERT_TRUE(ok.decode(warm).is_ok());
+  ASSERT_TRUE(ok.decode(b).is_ok());
+  const auto x = c.logits(), y = ok.logits();
+  ASSERT_EQ(x.size(), y.size());
+  for (std::size_t i = 0; i < x.size(); ++i) ASSERT_EQ(x[i], y[i]) << "value " << i;
+}
+
+TYPED_TEST(RecurrentModel, RandomizedAgainstTokenHistories) {
+  const std::uint64_t seed = 20240611;
+  splitmix64 g{seed};
+  auto c = this->make_ctx(4, /*n_ckpt=*/6);
+  std::vector<std::vector<token_id>> hist(4);
+  const std::size_t nv = this->model_->n_vocab();
+  int decodes = 0, failures = 0, refusals = 0, checks = 0, restores = 0;
+  for (int step = 0; step < 120; ++step) {
+    const std::string where = "seed " + std::to_string(seed) + ", step " + std::to_string(step);
+    const int op = static_cast<int>(g.range(0, 9));
+    const std::vector<std::uint8_t> before = this->bytes(c);
+    status st;
+    bool expect_unchanged = false;
+    if (op <= 5) {  // decode 1..4 sequences, 1..5 tokens each; sometimes fail
+      batch b;
+      std::vector<std::pair<seq_id, std::vector<token_id>>> added;
+      for (seq_id s = 0; s < 4; ++s) {
+        if (g.range(0, 1) == 0 || hist[s].size() > 40) continue;
+        const auto n = static_cast<pos_t>(g.range(1, 5));
+        std::vector<token_id> t;
+        for (pos_t k = 0; k < n; ++k) {
+          const auto p = static_cast<pos_t>(hist[s].size()) + k;
+          t.push_back(static_cast<token_id>(3 + g.range(0, 508)));
+          b.add(t.back(), p, {s}, k == n - 1);
+        }
+        added.emplace_back(s, std::move(t));
+      }
+      if (added.empty()) continue;
+      const bool fail = g.range(0, 4) == 0;
+      this->wrap_.fail_at = fail ? static_cast<int>(g.range(0, 2)) : -1;
+      st = c.decode(b);
+      this->wrap_.fail_at = -1;
+      if (fail && !st.is_ok()) {
+        ++failures;
+        expect_unchanged = true;
+      } else {
+        ASSERT_TRUE(st.is_ok()) << where << ": " << st.to_string();
+        ++decodes;
+        for (std::size_t i = 0; i < added.size(); ++i) {
+          auto& h = hist[added[i].first];
+          h.insert(h.end(), added[i].second.begin(), added[i].second.end());
+          if (g.range(0, 2) != 0) continue;  // check some of them (each costs a decode)
+          const auto ours = c.output_row(static_cast<std::uint32_t>(i));
+          const auto ref = this->reference(h);
+          float worst = 0, max_logit = 0;
+          std::size_t at = 0;
+          for (std::size_t j = 0; j < nv; ++j) {
+            max_logit = std::max(max_logit, std::fabs(ref[j]));
+            const float d = std::fabs(ours[j] - ref[j]);
+            if (!(d <= worst)) worst = d, at = j;
+          }
+          ++checks;
+          ASSERT_LE(worst, 1e-4f * max_logit)
+              << where << ": sequence " << added[i].first << " at " << h.size()
+              << " tokens, column " << at << ": ours " << ours[at] << ", reference " << ref[at];
+        }
+      }
+    } else if (op == 6) {  // remove a suffix (restorable only at a checkpoint)
+      const seq_id s = static_cast<seq_id>(g.range(0, 3));
+      if (hist[s].empty()) continue;
+      const auto p0 = static_cast<pos_t>(g.range(0, static_cast<std::int64_t>(hist[s].size())));
+      st = c.seq_rm(s, p0, -1);
+      if (st.is_ok()) {
+        restores += static_cast<std::size_t>(p0) < hist[s].size() && p0 > 0 ? 1 : 0;
+        hist[s].resize(static_cast<std::size_t>(p0));
+      } else {
+        expect_unchanged = true, ++refusals;
+      }
+    } else if (op == 7) {  // copy a whole sequence into an emptied one
+      const seq_id s = static_cast<seq_id>(g.range(0, 3)), d = static_cast<seq_id>(g.range(0, 3));
+      if (s != d) {
+        ASSERT_TRUE(c.seq_rm(d, -1, -1).is_ok()) << where;
+      }
+      st = c.seq_cp(s, d, 0, -1);
+      ASSERT_TRUE(st.is_ok()) << where << ": " << st.to_string();
+      if (s != d) hist[d] = hist[s];
+    } else if (op == 8) {  // a prefix removal is refused, nothing changes
+      const seq_id s = static_cast<seq_id>(g.range(0, 3));
+      if (hist[s].size() < 2) continue;
+      st = c.seq_rm(s, 0, 1);
+      ASSERT_FALSE(st.is_ok()) << where;
+      expect_unchanged = true, ++refusals;
+    } else {  // drop a sequence (or keep one)
+      const seq_id s = static_cast<seq_id>(g.range(0, 3));
+      if (g.range(0, 3) == 0) {
+        ASSERT_TRUE(c.seq_keep(s).is_ok()) << where;
+        for (seq_id o = 0; o < 4; ++o)
+          if (o != s) hist[o].clear();
+      } else {
+        ASSERT_TRUE(c.seq_rm(s, -1, -1).is_ok()) << where;
+        hist[s].clear();
+      }
+    }
+    if (expect_unchanged) {
+      const std::vector<std::uint8_t> after = this->bytes(c);
+      ASSERT_EQ(before, after) << where << ": a refused or failed operation changed the state ("
+                               << st.to_string() << ")";
+    }
+    for (seq_id s = 0; s < 4; ++s)
+      ASSERT_EQ(c.seq_pos_max(s), static_cast<pos_t>(hist[s].size()) - 1)
+          << where << ": sequence " << s;
+  }
+  std::printf(
+      "[ measure ] %d decodes, %d injected failures, %d refusals, %d checkpoint restores, %d "
+      "logit checks\n",
+      decodes, failures, refusals, restores, checks);
+  EXPECT_GT(failures, 0);
+  EXPECT_GT(restores, 0);
+  EXPECT_GT(checks, 5);
+}
+
+}  // namespace
