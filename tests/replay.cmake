@@ -18,9 +18,30 @@ if(MNEMO_BUILD_EXAMPLES AND EXISTS "${MNEMO_FIXTURES_DIR}/llama-tiny.gguf")
                    --threads 2 --kv f16
                    --compare "${MNEMO_FIXTURES_DIR}/llama-gqa4-f16.multi.bin" 6e-3)
   set_tests_properties(replay.llama-gqa4-f16.multi PROPERTIES LABELS replay)
+  # Every architecture through the replay tool, and the split-stream strategy.
+  foreach(case IN ITEMS "llama-tiny;multi;split" "mamba;chunked;full" "jamba;multi;split")
+    list(GET case 0 model)
+    list(GET case 1 scenario)
+    list(GET case 2 memory)
+    add_test(NAME replay.${model}.${scenario}.${memory}
+             COMMAND mnemo-replay "${MNEMO_FIXTURES_DIR}/${model}.gguf"
+                     "${MNEMO_FIXTURES_DIR}/${model}.${scenario}.json"
+                     "${CMAKE_CURRENT_BINARY_DIR}/replay.${model}.${scenario}.${memory}.bin"
+                     --threads 2 --memory ${memory}
+                     --compare "${MNEMO_FIXTURES_DIR}/${model}.${scenario}.bin" 5e-4)
+    set_tests_properties(replay.${model}.${scenario}.${memory} PROPERTIES LABELS replay)
+  endforeach()
+  # gemma3 with its local layers on a sliding window small enough to forget.
+  add_test(NAME replay.gemma3-iswa.chunked.iswa
+           COMMAND mnemo-replay "${MNEMO_FIXTURES_DIR}/gemma3-iswa.gguf"
+                   "${MNEMO_FIXTURES_DIR}/gemma3-iswa.chunked.json"
+                   "${CMAKE_CURRENT_BINARY_DIR}/replay.gemma3-iswa.chunked.iswa.bin"
+                   --threads 2 --memory iswa --ubatch 32
+                   --compare "${MNEMO_FIXTURES_DIR}/gemma3-iswa.chunked.bin" 5e-3)
+  set_tests_properties(replay.gemma3-iswa.chunked.iswa PROPERTIES LABELS replay)
   add_test(NAME replay.unknown-memory
            COMMAND mnemo-replay "${MNEMO_FIXTURES_DIR}/llama-tiny.gguf"
                    "${MNEMO_FIXTURES_DIR}/llama-tiny.single.json"
-                   "${CMAKE_CURRENT_BINARY_DIR}/replay.unknown.bin" --memory split_stream)
+                   "${CMAKE_CURRENT_BINARY_DIR}/replay.unknown.bin" --memory no-such-memory)
   set_tests_properties(replay.unknown-memory PROPERTIES WILL_FAIL TRUE LABELS replay)
 endif()

@@ -14,6 +14,7 @@
 // state bytes), and the context holds no logits.
 #pragma once
 
+#include <algorithm>
 #include <concepts>
 #include <cstdint>
 #include <cstring>
@@ -27,6 +28,7 @@
 #include "mnemo/memory/batch_plan.hpp"
 #include "mnemo/memory/concepts.hpp"
 #include "mnemo/simd/isa.hpp"
+#include "mnemo/token_history.hpp"
 
 namespace mnemo {
 
@@ -54,6 +56,14 @@ template <class M>
 status read_state(M& m, std::span<const std::uint8_t> data, seq_id dest) {
   return state_read(m, data, dest);
 }
+/// Whether M's per-sequence state functions are visible (recompute mode undoes a failed
+/// re-decode with them).
+template <class M>
+concept has_state_io = requires(M& m, seq_id s, std::vector<std::uint8_t>& out,
+                                std::span<const std::uint8_t> in) {
+  { state_write(m, s, out) } -> std::same_as<status>;
+  { state_read(m, in, s) } -> std::same_as<status>;
+};
 }  // namespace context_detail
 
 struct context_params {
@@ -61,9 +71,16 @@ struct context_params {
   std::uint32_t n_batch = 0;     // most tokens per decode call; 0 = unlimited
   seq_id n_seq_max = 1;          // sequence ids in [0, n_seq_max)
   int n_threads = 0;             // 0: default_thread_count()
+  /// Keep each sequence's (token, position) history and, when a seq_rm / seq_cp needs
+  /// positions a window memory forgot, decode them again (docs/context.md "Lost
+  /// context"). Needs the memory's state functions (its *_state.hpp) for the undo.
+  bool recompute = false;
 };
 
-template <class Model, memory::kv_memory Memory, simd::isa_tag Isa = simd::native>
+/// Memory is any sequence memory; the model states what it needs of it through its
+/// forward()'s constraint (llama: memory::kv_memory; mamba: recurrent state; jamba:
+/// both), which decoder_model<Model, Memory> checks.
+template <class Model, memory::sequence_memory Memory, simd::isa_tag Isa = simd::native>
 requires decoder_model<Model, Memory>
 class context {
  public:
@@ -75,8 +92,14 @@ class context {
       return make_status(status_code::invalid_argument,
                          "context: n_ubatch (%u) must be > 0 and n_seq_max (%d) in [1, %d]",
                          p.n_ubatch, p.n_seq_max, k_max_seq);
+    if (p.recompute && !context_detail::has_state_io<Memory>)
+      return make_status(status_code::invalid_argument,
+                         "context: recompute needs the memory's state_write / state_read "
+                         "(include the strategy's *_state.hpp)");
     MNEMO_ASSIGN_OR_RETURN(workspace ws, model.make_workspace(p.n_ubatch));
-    return context(model, std::move(memory), p, std::move(ws));
+    context c(model, std::move(memory), p, std::move(ws));
+    if (p.recompute) c.hist_.reset(p.n_seq_max);
+    return c;
   }
 
   /// Decodes one batch. On success, logits_ith / output_row give the rows of the
@@ -119,6 +142,7 @@ class context {
       }
     }
     mem_.commit();
+    if (p_.recompute) record(vb);
     n_outputs_ = static_cast<std::uint32_t>(n_out);
     row_of_token_.swap(rows_);
     return {};
@@ -155,21 +179,71 @@ class context {
   const Memory& memory() const noexcept { return mem_; }
   const context_params& params() const noexcept { return p_; }
 
-  status seq_rm(seq_id s, pos_t p0, pos_t p1) { return mem_.seq_rm(s, p0, p1); }
+  /// A window memory refuses, with `unsupported` naming the sequence and its earliest
+  /// restorable position, a removal or copy that would continue a sequence where its
+  /// window was forgotten. In recompute mode such a suffix removal (or a branch copying
+  /// a prefix) decodes the kept prefix again instead (docs/context.md "Lost context").
+  status seq_rm(seq_id s, pos_t p0, pos_t p1) {
+    status st = mem_.seq_rm(s, p0, p1);
+    if (p_.recompute && st) hist_.seq_rm(s, p0, p1);
+    if (p_.recompute && st.code() == status_code::unsupported && hist_.valid(s) &&
+        hist_.complete(s) && hist_.is_suffix(s, p0, p1))
+      return recompute(s, hist_.prefix(s, p0), st);
+    return st;
+  }
   status seq_cp(seq_id src, seq_id dst, pos_t p0, pos_t p1) {
-    return mem_.seq_cp(src, dst, p0, p1);
+    status st = mem_.seq_cp(src, dst, p0, p1);
+    if (p_.recompute && st) hist_.seq_cp(src, dst, p0, p1);
+    if (p_.recompute && st.code() == status_code::unsupported && src != dst && hist_.valid(src) &&
+        hist_.valid(dst) && hist_.complete(src) && hist_.is_branch(src, dst, p0, p1))
+      return recompute(dst, hist_.prefix(src, memory::pos_range::of(p0, p1).p1), st);
+    return st;
   }
-  status seq_keep(seq_id s) { return mem_.seq_keep(s); }
+  status seq_keep(seq_id s) {
+    status st = mem_.seq_keep(s);
+    if (p_.recompute && st) hist_.seq_keep(s);
+    return st;
+  }
   status seq_add(seq_id s, pos_t p0, pos_t p1, pos_t delta) {
-    return mem_.seq_add(s, p0, p1, delta);
+    status st = mem_.seq_add(s, p0, p1, delta);
+    if (p_.recompute && st) hist_.shift(s, p0, p1, [delta](pos_t p) { return p + delta; });
+    return st;
   }
-  status seq_div(seq_id s, pos_t p0, pos_t p1, int d) { return mem_.seq_div(s, p0, p1, d); }
+  status seq_div(seq_id s, pos_t p0, pos_t p1, int d) {
+    status st = mem_.seq_div(s, p0, p1, d);
+    if (p_.recompute && st) hist_.shift(s, p0, p1, [d](pos_t p) { return p / d; });
+    return st;
+  }
   pos_t seq_pos_min(seq_id s) const { return mem_.seq_pos_min(s); }
   pos_t seq_pos_max(seq_id s) const { return mem_.seq_pos_max(s); }
   void clear(bool data = false) {
     mem_.clear(data);
+    hist_.clear();
     n_outputs_ = 0;
   }
+
+  // ---- lost context (spec §4.4, §4.5, §10.1) ---------------------------------------
+
+  /// The smallest p from which s can continue (seq_rm(s, p, -1), then decode p): 0 for
+  /// memories that forget nothing. In recompute mode every p is reachable through
+  /// seq_rm when s's history is complete; this still reports what the memory holds.
+  pos_t earliest_restorable_pos(seq_id s) const {
+    if constexpr (requires { mem_.earliest_restorable_pos(s); })
+      return mem_.earliest_restorable_pos(s);
+    else
+      return 0;
+  }
+  /// Whether s can continue at p without decoding anything again: p <= pos_max + 1 and
+  /// the memory holds what p attends.
+  bool can_resume(seq_id s, pos_t p) const {
+    if constexpr (requires { mem_.can_resume(s, p); })
+      return mem_.can_resume(s, p);
+    else
+      return p >= 0 && p <= mem_.seq_pos_max(s) + 1;
+  }
+  /// In recompute mode: the (token, position) pairs s's cells come from, and whether
+  /// that list is complete (no embedding input, no state_read since s was last empty).
+  const token_history& history() const noexcept { return hist_; }
 
   /// The memory's state (s == -1: all of it) through the strategy's state_write.
   status state_write(seq_id s, std::vector<std::uint8_t>& out) {
@@ -178,12 +252,63 @@ class context {
   /// Loads a state written by state_write (dest == -1: the whole memory).
   status state_read(std::span<const std::uint8_t> data, seq_id dest = -1) {
     n_outputs_ = 0;
-    return context_detail::read_state(mem_, data, dest);
+    status st = context_detail::read_state(mem_, data, dest);
+    if (p_.recompute && st) {  // the loaded cells come without their tokens
+      if (dest < 0)
+        hist_.mark_all_incomplete();
+      else
+        hist_.mark_incomplete(dest);
+    }
+    return st;
   }
 
  private:
   context(const Model& m, Memory mem, const context_params& p, workspace ws)
       : model_(&m), mem_(std::move(mem)), p_(p), ws_(std::move(ws)) {}
+
+  /// Recompute mode: what the committed batch added to each sequence.
+  void record(const validated_batch& vb) {
+    for (std::uint32_t i = 0; i < vb.n_tokens(); ++i)
+      for (seq_id s : vb.seqs(i)) {
+        if (vb.has_embeddings())
+          hist_.mark_incomplete(s);
+        else if (hist_.valid(s))
+          hist_.record(s, vb.token(i), vb.pos(i));
+      }
+  }
+
+  /// Makes s hold exactly `entries` by removing s and decoding them again from
+  /// position 0, one micro-batch per call: a local layer's keys at p depend on its
+  /// window, and through the layers below (and any global layer) on every earlier
+  /// position, so no shorter re-decode is exact. The whole memory is saved first (the
+  /// re-decode may reuse window cells of other sequences): on failure it is restored
+  /// byte for byte and `why` (the memory's refusal) comes back with the reason.
+  status recompute(seq_id s, const std::vector<token_history::entry>& entries, const status& why) {
+    if constexpr (context_detail::has_state_io<Memory>) {
+      std::vector<std::uint8_t> saved;
+      MNEMO_RETURN_IF_ERROR(context_detail::write_state(mem_, -1, saved).with_context("recompute"));
+      token_history::snapshot old = hist_.save(s);
+      status st = mem_.seq_rm(s, -1, -1);
+      if (st) hist_.seq_rm(s, -1, -1);
+      batch b;
+      const std::size_t chunk = p_.n_batch != 0 ? std::min(p_.n_batch, p_.n_ubatch) : p_.n_ubatch;
+      for (std::size_t i = 0; i < entries.size() && st; i += chunk) {
+        b.clear();
+        for (std::size_t j = i; j < std::min(entries.size(), i + chunk); ++j)
+          b.add(entries[j].token, entries[j].pos, {s}, false);
+        st = decode(b);
+      }
+      if (st) return {};
+      status back = context_detail::read_state(mem_, saved, -1);
+      hist_.restore(s, std::move(old));
+      return make_status(why.code(), "%s; recomputing failed (%s)%s", why.to_string().c_str(),
+                         st.to_string().c_str(),
+                         back ? "" : "; and the memory could not be restored");
+    } else {
+      (void)s, (void)entries;
+      return why;
+    }
+  }
 
   const Model* model_;
   Memory mem_;
@@ -193,6 +318,7 @@ class context {
   std::vector<std::int32_t> row_of_token_;  // [n_tokens] output row or -1
   std::vector<std::int32_t> rows_;          // the same, being built
   std::uint32_t n_outputs_ = 0;
+  token_history hist_;  // recompute mode only
 };
 
 }  // namespace mnemo

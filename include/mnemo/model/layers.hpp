@@ -1,5 +1,5 @@
-// Element-wise layer math of the decoders: RMSNorm (Zhang & Sennrich 2019), SwiGLU
-// (Shazeer 2020), the residual add and the logit soft-cap (Gemma 2). The products
+// Element-wise layer math of the decoders: RMSNorm (Zhang & Sennrich 2019), SwiGLU and
+// GeGLU (Shazeer 2020), the residual add and the logit soft-cap (Gemma 2). The products
 // live in matmul.hpp; these are the cheap steps between them, vectorised because a
 // prefill runs them over n_ubatch x n_ff values per layer.
 //
@@ -80,6 +80,12 @@ void rms_norm(const float* x, const float* w, float* y, std::size_t n, float eps
 template <simd::isa_tag Isa = simd::native>
 void swiglu(float* gate, const float* up, std::size_t n) noexcept {
   layer_kernels<Isa>::swiglu(gate, up, n);
+}
+
+/// gate = gelu_tanh(gate) * up   [n] (Gemma's GeGLU)
+template <simd::isa_tag Isa = simd::native>
+void geglu(float* gate, const float* up, std::size_t n) noexcept {
+  layer_kernels<Isa>::geglu(gate, up, n);
 }
 
 /// x += y   [n]

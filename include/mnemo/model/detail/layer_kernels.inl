@@ -40,6 +40,32 @@ static void swiglu(float* MNEMO_RESTRICT gate, const float* MNEMO_RESTRICT up,
   }
 }
 
+/// gate = gelu(gate) * up   gate, up: [n] (GeGLU, Shazeer 2020; Gemma). GELU is the tanh
+/// approximation 0.5 g (1 + tanh(u)), u = sqrt(2/pi) (g + 0.044715 g^3), written as
+/// g / (1 + e^-2u) (the same identity), so it shares swiglu's shape.
+static void geglu(float* MNEMO_RESTRICT gate, const float* MNEMO_RESTRICT up,
+                  std::size_t n) noexcept {
+  constexpr float c = 0.79788456080286535588f, a = 0.044715f;
+  alignas(64) float e[256];
+  for (std::size_t i0 = 0; i0 < n; i0 += 256) {
+    const std::size_t m = n - i0 < 256 ? n - i0 : 256;
+    const vf vc = V::set1(-2.0f * c), va = V::set1(a), one = V::set1(1.0f);
+    std::size_t i = 0;
+    for (; i + lanes <= m; i += lanes) {
+      const vf g = V::load(gate + i0 + i);
+      const vf u = V::mul(V::mul(g, vc), V::fma(V::mul(g, g), va, one));  // -2u
+      V::store(e + i, V::exp(u));
+    }
+    for (; i < m; ++i) {
+      const float g = gate[i0 + i];
+      e[i] = std::exp(-2.0f * c * g * (1.0f + a * g * g));
+    }
+    float* g = gate + i0;
+    const float* u = up + i0;
+    for (i = 0; i < m; ++i) g[i] = g[i] / (1.0f + e[i]) * u[i];
+  }
+}
+
 /// x += y   [n]
 static void add_to(float* MNEMO_RESTRICT x, const float* MNEMO_RESTRICT y, std::size_t n) noexcept {
   std::size_t i = 0;

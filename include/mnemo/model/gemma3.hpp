@@ -1,0 +1,456 @@
+// A Gemma-3-style decoder (Gemma Team 2025) for GGUF arch `gemma3`: interleaved
+// sliding-window attention (local layers with a window, global layers without),
+// pre- and post-norms around attention and FFN, RMSNorm on each query and key head,
+// NeoX RoPE with one base for local and one for global layers, GeGLU with the tanh
+// GELU, sqrt(n_embd) embedding scale, tied output and final logit soft-capping. The
+// forward pass follows llama.cpp's llama_model_gemma3::graph<iswa> (fixtures/MODELS.md §4).
+//
+// Like llama_model it is written against memory::kv_memory only, so it runs on
+//  - the interleaved composite: global layers on a full cache, local layers on a
+//    window-sized sliding_window (iswa_memory<KE>, make_iswa), or
+//  - one full cache for every layer (the window is then a mask only), for comparison.
+// The window is the model's: attention params come from the hyper-parameters, and a
+// memory that reports a window for a layer (layered::window) must agree with it.
+//
+//   MNEMO_ASSIGN_OR_RETURN(auto m, model::gemma3_model::open("gemma3.gguf"));
+//   MNEMO_ASSIGN_OR_RETURN(auto mem, m.make_iswa<dtype::f16>(32768, 1, 512));
+//   MNEMO_ASSIGN_OR_RETURN(auto ctx, (context<model::gemma3_model, decltype(mem)>::make(
+//                                        m, std::move(mem), {.n_ubatch = 512})));
+#pragma once
+
+#include <cmath>
+#include <cstring>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "mnemo/attention/attend.hpp"
+#include "mnemo/base/aligned_buffer.hpp"
+#include "mnemo/base/parallel.hpp"
+#include "mnemo/batch/ubatch.hpp"
+#include "mnemo/memory/concepts.hpp"
+#include "mnemo/memory/full_cache.hpp"
+#include "mnemo/memory/layered.hpp"
+#include "mnemo/memory/sliding_window.hpp"
+#include "mnemo/model/gemma3_hparams.hpp"
+#include "mnemo/model/gguf.hpp"
+#include "mnemo/model/layers.hpp"
+#include "mnemo/model/matmul.hpp"
+#include "mnemo/model/weight.hpp"
+
+namespace mnemo::model {
+
+struct gemma3_layer {
+  std::vector<float> attn_norm, post_attn_norm;  // [n_embd]
+  std::vector<float> ffn_norm, post_ffw_norm;    // [n_embd]
+  std::vector<float> q_norm, k_norm;             // [d_k]
+  weight wq;                                     // [n_embd, n_head * d_k]  (ggml ne)
+  weight wk;                                     // [n_embd, n_head_kv * d_k]
+  weight wv;                                     // [n_embd, n_head_kv * d_v]
+  weight wo;                                     // [n_head * d_v, n_embd]
+  weight gate, up;                               // [n_embd, n_ff]
+  weight down;                                   // [n_ff, n_embd]
+};
+
+/// Activations of one micro-batch of up to n_ubatch tokens, reused by every call.
+class gemma3_workspace {
+ public:
+  std::uint32_t n_ubatch() const noexcept { return n_ubatch_; }
+  /// [n_outputs, n_vocab] soft-capped logits of the last forward(), output tokens in
+  /// micro-batch order.
+  const float* logits() const noexcept { return logits_.data(); }
+  std::uint32_t n_outputs() const noexcept { return n_outputs_; }
+
+ private:
+  friend class gemma3_model;
+  std::uint32_t n_ubatch_ = 0, n_outputs_ = 0;
+  aligned_buffer<float> x_, h_, tmp_;          // [n_ubatch, n_embd]
+  aligned_buffer<float> q_, attn_;             // [n_ubatch, n_head * d]
+  aligned_buffer<float> k_, v_;                // [n_ubatch, n_head_kv * d]
+  aligned_buffer<float> gate_, up_;            // [n_ubatch, n_ff]
+  aligned_buffer<float> rope_loc_, rope_glb_;  // [n_ubatch, n_rot]: (cos, sin) per pair
+  aligned_buffer<float> logits_;               // [n_ubatch, n_vocab]
+  attention::workspace attn_ws_;
+  matmul_workspace mm_ws_;
+  memory::layer_views views_;
+};
+
+class gemma3_model {
+ public:
+  using workspace = gemma3_workspace;
+  /// Global layers (part 0) on a full cache, local layers (part 1) on a sliding window.
+  template <class KE, class VE = KE>
+  using iswa_memory = memory::layered<memory::full_cache<KE, VE>, memory::sliding_window<KE, VE>>;
+
+  /// Reads the hyper-parameters and checks every tensor's presence, shape and type.
+  static result<gemma3_model> load(gguf_file file) {
+    gemma3_model m;
+    MNEMO_ASSIGN_OR_RETURN(m.hp_, read_gemma3_hparams(file));
+    m.file_.emplace(std::move(file));  // tensor views stay valid: the mapping does not move
+    MNEMO_RETURN_IF_ERROR(m.bind_tensors());
+    return m;
+  }
+  static result<gemma3_model> open(const std::string& path) {
+    MNEMO_ASSIGN_OR_RETURN(gguf_file f, gguf_file::open(path));
+    auto m = load(std::move(f));
+    if (!m.is_ok()) return status(m.error()).with_context(path);
+    return m;
+  }
+
+  gemma3_model(gemma3_model&&) noexcept = default;
+  gemma3_model& operator=(gemma3_model&&) noexcept = default;
+
+  const gemma3_hparams& hparams() const noexcept { return hp_; }
+  std::uint32_t n_vocab() const noexcept { return hp_.n_vocab; }
+  std::uint32_t n_embd() const noexcept { return hp_.n_embd; }
+  std::uint32_t n_layer() const noexcept { return hp_.n_layer; }
+  const gguf_file& file() const noexcept { return *file_; }
+
+  // ---- memories for this model ---------------------------------------------------
+
+  memory::kv_shape kv_shape(std::size_t n_layers) const noexcept {
+    return {n_layers, hp_.n_head_kv, hp_.d_k, hp_.d_v};
+  }
+  /// One full cache of `size` cells for every layer (the window is a mask only). Local
+  /// and global layers rotate keys with different bases, so such a cache can K-shift
+  /// only when they agree (shift_supported, otherwise seq_add / seq_div are refused).
+  memory::full_cache_config full_cache_config(std::size_t size, seq_id n_seq_max) const {
+    memory::full_cache_config c;
+    c.shape = kv_shape(hp_.n_layer);
+    c.size = size;
+    c.n_seq_max = n_seq_max;
+    c.rope = hp_.rope(hp_.n_layer - 1);
+    c.shift_supported = hp_.uniform_rope();
+    return c;
+  }
+  /// The global part of the composite: n_ctx cells for the global layers.
+  memory::full_cache_config global_cache_config(std::size_t n_ctx, seq_id n_seq_max) const {
+    memory::full_cache_config c;
+    c.shape = kv_shape(hp_.n_global());
+    c.size = n_ctx;
+    c.n_seq_max = n_seq_max;
+    c.rope = hp_.rope(global_layer());
+    return c;
+  }
+  /// The local part: pad(n_swa * n_seq_max + n_ubatch, 256) cells (min n_ctx, spec
+  /// §4.1), or `size` cells when given (tests use small sizes so that cells are reused).
+  memory::sliding_window_config window_config(std::size_t n_ctx, seq_id n_seq_max,
+                                              std::uint32_t n_ubatch, std::size_t size = 0) const {
+    memory::sliding_window_config c;
+    c.shape = kv_shape(hp_.n_local());
+    c.n_ctx = n_ctx;
+    c.n_seq_max = n_seq_max;
+    c.n_ubatch = n_ubatch;
+    c.window = attention::window_kind::standard;
+    c.n_swa = static_cast<pos_t>(hp_.n_swa);
+    c.size = size;
+    c.rope = hp_.rope(local_layer());
+    return c;
+  }
+  /// layer -> part of iswa_memory: 0 global, 1 local.
+  std::vector<std::uint8_t> layer_parts() const {
+    std::vector<std::uint8_t> parts(hp_.n_layer);
+    for (std::size_t l = 0; l < hp_.n_layer; ++l) parts[l] = hp_.local(l) ? 1 : 0;
+    return parts;
+  }
+  /// The interleaved composite. Needs both kinds of layer (a model with only global
+  /// layers runs on full_cache_config alone).
+  template <class KE, class VE = KE>
+  result<iswa_memory<KE, VE>> make_iswa(std::size_t n_ctx, seq_id n_seq_max, std::uint32_t n_ubatch,
+                                        std::size_t window_size = 0) const {
+    if (hp_.n_local() == 0 || hp_.n_global() == 0)
+      return make_status(status_code::invalid_argument,
+                         "gemma3: the interleaved memory needs local and global layers (this "
+                         "model has %u and %u); use one full cache",
+                         hp_.n_local(), hp_.n_global());
+    using full_t = memory::full_cache<KE, VE>;
+    using window_t = memory::sliding_window<KE, VE>;
+    MNEMO_ASSIGN_OR_RETURN(full_t g, full_t::make(global_cache_config(n_ctx, n_seq_max)));
+    MNEMO_ASSIGN_OR_RETURN(window_t w,
+                           window_t::make(window_config(n_ctx, n_seq_max, n_ubatch, window_size)));
+    return iswa_memory<KE, VE>::make(layer_parts(), std::move(g), std::move(w));
+  }
+
+  result<gemma3_workspace> make_workspace(std::uint32_t n_ubatch) const {
+    if (n_ubatch == 0)
+      return make_status(status_code::invalid_argument, "gemma3: n_ubatch must be > 0");
+    gemma3_workspace ws;
+    ws.n_ubatch_ = n_ubatch;
+    const std::size_t n = n_ubatch, E = hp_.n_embd;
+    const std::size_t qd = std::size_t{hp_.n_head} * hp_.d_k,
+                      ad = std::size_t{hp_.n_head} * hp_.d_v;
+    auto make = [&](aligned_buffer<float>& b, std::size_t count) -> status {
+      auto r = aligned_buffer<float>::make(count);
+      if (!r.is_ok()) return r.error();
+      b = std::move(r).value();
+      return {};
+    };
+    MNEMO_RETURN_IF_ERROR(make(ws.x_, n * E));
+    MNEMO_RETURN_IF_ERROR(make(ws.h_, n * E));
+    MNEMO_RETURN_IF_ERROR(make(ws.tmp_, n * E));
+    MNEMO_RETURN_IF_ERROR(make(ws.q_, n * qd));
+    MNEMO_RETURN_IF_ERROR(make(ws.attn_, n * ad));
+    MNEMO_RETURN_IF_ERROR(make(ws.k_, n * hp_.n_head_kv * hp_.d_k));
+    MNEMO_RETURN_IF_ERROR(make(ws.v_, n * hp_.n_head_kv * hp_.d_v));
+    MNEMO_RETURN_IF_ERROR(make(ws.gate_, n * hp_.n_ff));
+    MNEMO_RETURN_IF_ERROR(make(ws.up_, n * hp_.n_ff));
+    MNEMO_RETURN_IF_ERROR(make(ws.rope_loc_, n * hp_.n_rot));
+    MNEMO_RETURN_IF_ERROR(make(ws.rope_glb_, n * hp_.n_rot));
+    MNEMO_RETURN_IF_ERROR(make(ws.logits_, n * hp_.n_vocab));
+    return ws;
+  }
+
+  /// Computes micro-batch u (already applied to `mem`): writes every layer's K/V into
+  /// the memory, attends, and leaves the soft-capped logits of the tokens with
+  /// ub.output set in ws.logits(). A status for a micro-batch larger than the workspace,
+  /// a token outside the vocabulary, a memory whose window disagrees with the model's,
+  /// or an attention error; the caller rolls the memory back.
+  template <simd::isa_tag Isa = simd::native, memory::kv_memory Memory>
+  status forward(Memory& mem, std::size_t u, const ubatch& ub, gemma3_workspace& ws,
+                 int n_threads) const {
+    using KE = typename Memory::k_element;
+    using VE = typename Memory::v_element;
+    const std::size_t n = ub.n_tokens(), E = hp_.n_embd, F = hp_.n_ff, dk = hp_.d_k;
+    const std::size_t kd = std::size_t{hp_.n_head_kv} * hp_.d_k;
+    const std::size_t vd = std::size_t{hp_.n_head_kv} * hp_.d_v;
+    const std::size_t qd = std::size_t{hp_.n_head} * hp_.d_k;
+    const std::size_t ad = std::size_t{hp_.n_head} * hp_.d_v;
+    ws.n_outputs_ = 0;
+    if (n == 0) return {};
+    if (n > ws.n_ubatch_)
+      return make_status(status_code::invalid_argument,
+                         "gemma3: micro-batch of %zu tokens exceeds the workspace's n_ubatch %u", n,
+                         ws.n_ubatch_);
+    MNEMO_RETURN_IF_ERROR(check_memory_windows(mem));
+    float *x = ws.x_.data(), *h = ws.h_.data(), *tmp = ws.tmp_.data();
+    float *q = ws.q_.data(), *k = ws.k_.data(), *v = ws.v_.data(), *att = ws.attn_.data();
+
+    MNEMO_RETURN_IF_ERROR(embed<Isa>(ub, x));
+    fill_rope(ub, hp_.rope_base_swa, 1.0f, ws.rope_loc_.data());
+    fill_rope(ub, hp_.rope_base, hp_.rope_scale, ws.rope_glb_.data());
+
+    const attention::shape sh{hp_.n_head, hp_.n_head_kv, hp_.d_k, hp_.d_v};
+    const attention::options opt{n_threads};
+    for (std::size_t l = 0; l < hp_.n_layer; ++l) {
+      const gemma3_layer& L = layers_[l];
+      const float* rope = hp_.local(l) ? ws.rope_loc_.data() : ws.rope_glb_.data();
+      // Attention block: h = norm(x); q, k, v = W h; q, k: per-head norm, then rope;
+      // x += norm(Wo attend(q, K, V)) (the post-attention norm).
+      for (std::size_t t = 0; t < n; ++t)
+        rms_norm<Isa>(x + t * E, L.attn_norm.data(), h + t * E, E, hp_.rms_eps);
+      mul_mat<Isa>(L.wq, h, E, n, q, qd, n_threads, ws.mm_ws_);
+      mul_mat<Isa>(L.wk, h, E, n, k, kd, n_threads, ws.mm_ws_);
+      mul_mat<Isa>(L.wv, h, E, n, v, vd, n_threads, ws.mm_ws_);
+      for (std::size_t t = 0; t < n; ++t) {
+        const float* cs = rope + t * hp_.n_rot;
+        for (std::size_t hd = 0; hd < hp_.n_head; ++hd) {
+          float* qh = q + t * qd + hd * dk;
+          rms_norm<Isa>(qh, L.q_norm.data(), qh, dk, hp_.rms_eps);
+          rotate_neox(qh, cs);
+        }
+        for (std::size_t hd = 0; hd < hp_.n_head_kv; ++hd) {
+          float* kh = k + t * kd + hd * dk;
+          rms_norm<Isa>(kh, L.k_norm.data(), kh, dk, hp_.rms_eps);
+          rotate_neox(kh, cs);
+        }
+        mem.template write_kv<Isa>(l, u, t, k + t * kd, v + t * vd);
+      }
+      mem.views(l, u, ws.views_);
+      const attention::query_batch qb{
+          q, n, ub.pos.data(), ub.seq.data(),
+          ws.views_.token_stream.empty() ? nullptr : ws.views_.token_stream.data()};
+      // llama.cpp scales q by attn_scale and attends with kq_scale 1: the same product
+      // (exactly so for the power-of-two 1/sqrt(d_k) of d_k = 64, 256).
+      MNEMO_RETURN_IF_ERROR(
+          (attention::attend<Isa, KE, VE>(sh, hp_.attention_params(l), qb, ws.views_.streams, att,
+                                          ws.attn_ws_, opt))
+              .with_context("gemma3"));
+      mul_mat<Isa>(L.wo, att, ad, n, tmp, E, n_threads, ws.mm_ws_);
+      for (std::size_t t = 0; t < n; ++t) {
+        rms_norm<Isa>(tmp + t * E, L.post_attn_norm.data(), tmp + t * E, E, hp_.rms_eps);
+        add_to<Isa>(x + t * E, tmp + t * E, E);
+      }
+
+      // FFN block: x += norm(down(gelu(gate h) * up h)), h = norm(x).
+      for (std::size_t t = 0; t < n; ++t)
+        rms_norm<Isa>(x + t * E, L.ffn_norm.data(), h + t * E, E, hp_.rms_eps);
+      mul_mat<Isa>(L.gate, h, E, n, ws.gate_.data(), F, n_threads, ws.mm_ws_);
+      mul_mat<Isa>(L.up, h, E, n, ws.up_.data(), F, n_threads, ws.mm_ws_);
+      parallel_for(n, n_threads, [&](std::size_t t, int) {
+        geglu<Isa>(ws.gate_.data() + t * F, ws.up_.data() + t * F, F);
+      });
+      mul_mat<Isa>(L.down, ws.gate_.data(), F, n, tmp, E, n_threads, ws.mm_ws_);
+      for (std::size_t t = 0; t < n; ++t) {
+        rms_norm<Isa>(tmp + t * E, L.post_ffw_norm.data(), tmp + t * E, E, hp_.rms_eps);
+        add_to<Isa>(x + t * E, tmp + t * E, E);
+      }
+    }
+
+    // Output: only the rows that asked for logits go through the (tied) vocabulary
+    // product; then the final soft-cap.
+    std::size_t n_out = 0;
+    for (std::size_t t = 0; t < n; ++t)
+      if (ub.output[t])
+        rms_norm<Isa>(x + t * E, output_norm_.data(), h + n_out++ * E, E, hp_.rms_eps);
+    mul_mat<Isa>(output_, h, E, n_out, ws.logits_.data(), hp_.n_vocab, n_threads, ws.mm_ws_);
+    for (std::size_t r = 0; r < n_out; ++r)
+      softcap(ws.logits_.data() + r * hp_.n_vocab, hp_.n_vocab, hp_.final_softcap);
+    ws.n_outputs_ = static_cast<std::uint32_t>(n_out);
+    return {};
+  }
+
+ private:
+  gemma3_model() = default;
+
+  std::size_t global_layer() const noexcept {
+    for (std::size_t l = 0; l < hp_.n_layer; ++l)
+      if (!hp_.local(l)) return l;
+    return 0;
+  }
+  std::size_t local_layer() const noexcept {
+    for (std::size_t l = 0; l < hp_.n_layer; ++l)
+      if (hp_.local(l)) return l;
+    return 0;
+  }
+
+  /// A memory that applies a window to a layer (layered::window) must hold at least
+  /// what the model's mask keeps there: no window on global layers, and a standard
+  /// window of >= n_swa on local ones. Memories without windows hold everything.
+  template <class Memory>
+  status check_memory_windows(const Memory& mem) const {
+    if constexpr (requires { mem.window(std::size_t{0}); }) {
+      for (std::size_t l = 0; l < hp_.n_layer; ++l) {
+        const auto [kind, n_swa] = mem.window(l);
+        if (kind == attention::window_kind::none) continue;
+        if (!hp_.local(l) || kind != attention::window_kind::standard ||
+            n_swa < static_cast<pos_t>(hp_.n_swa))
+          return make_status(status_code::invalid_argument,
+                             "gemma3: the memory keeps a %s window of %d for layer %zu, which "
+                             "attends %s",
+                             attention::to_string(kind).data(), n_swa, l,
+                             hp_.local(l) ? "a standard window" : "every position (global)");
+      }
+    } else if constexpr (requires { mem.window(); }) {  // one window memory for every layer
+      if (mem.window() != attention::window_kind::none && hp_.n_global() != 0)
+        return make_status(status_code::invalid_argument,
+                           "gemma3: a %s window memory cannot hold the %u global layers (use "
+                           "make_iswa or one full cache)",
+                           attention::to_string(mem.window()).data(), hp_.n_global());
+    }
+    return {};
+  }
+
+  template <simd::isa_tag Isa>
+  status embed(const ubatch& ub, float* x) const {
+    const std::size_t E = hp_.n_embd;
+    // ggml_scale by the float sqrtf(n_embd), on token inputs only (MODELS.md §4).
+    const float scale = std::sqrt(static_cast<float>(E));
+    for (std::uint32_t t = 0; t < ub.n_tokens(); ++t) {
+      if (ub.source->has_embeddings()) {
+        const auto row = ub.embd(t);
+        if (row.size() != E)
+          return make_status(status_code::invalid_argument,
+                             "gemma3: embedding row of %zu values, the model has n_embd %zu",
+                             row.size(), E);
+        std::memcpy(x + t * E, row.data(), E * sizeof(float));
+        continue;
+      }
+      const token_id id = ub.token(t);
+      if (id < 0 || static_cast<std::uint32_t>(id) >= hp_.n_vocab)
+        return make_status(status_code::out_of_range, "gemma3: token %d is outside [0, %u)", id,
+                           hp_.n_vocab);
+      float* row = x + t * E;
+      get_row<Isa>(token_embd_, static_cast<std::size_t>(id), row);
+      for (std::size_t i = 0; i < E; ++i) row[i] *= scale;
+    }
+    return {};
+  }
+
+  /// Per token, (cos, sin) of every rotated pair, as ggml_rope_cache_init: the angle
+  /// p * freq_scale * base^(-2i/n_rot) as a float running product (MODELS.md §2).
+  void fill_rope(const ubatch& ub, float base, float freq_scale, float* cs) const {
+    const float theta_scale = std::pow(base, -2.0f / static_cast<float>(hp_.n_rot));
+    for (std::uint32_t t = 0; t < ub.n_tokens(); ++t) {
+      float theta = static_cast<float>(ub.pos[t]);
+      float* row = cs + std::size_t{t} * hp_.n_rot;
+      for (std::size_t i = 0; i < hp_.n_rot; i += 2) {
+        const float a = freq_scale * theta;
+        row[i] = std::cos(a);
+        row[i + 1] = std::sin(a);
+        theta *= theta_scale;
+      }
+    }
+  }
+
+  /// NeoX-mode RoPE on one head [d_k]: pair i is (i, i + n_rot / 2), turned by angle i.
+  void rotate_neox(float* x, const float* cs) const noexcept {
+    const std::size_t half = hp_.n_rot / 2;
+    for (std::size_t i = 0; i < half; ++i) {
+      const float x0 = x[i], x1 = x[i + half], c = cs[2 * i], s = cs[2 * i + 1];
+      x[i] = x0 * c - x1 * s;
+      x[i + half] = x0 * s + x1 * c;
+    }
+  }
+
+  result<weight> matrix(const std::string& name, std::size_t n_in, std::size_t n_out) const {
+    MNEMO_ASSIGN_OR_RETURN(const gguf_tensor* t, file_->require_tensor(name));
+    auto w = weight_from_gguf(*t, n_in, n_out);
+    if (!w.is_ok()) return status(w.error()).with_context("gemma3");
+    return std::move(w).value();
+  }
+
+  result<std::vector<float>> norm(const std::string& name, std::size_t n) const {
+    MNEMO_ASSIGN_OR_RETURN(weight w, matrix(name, n, 1));
+    std::vector<float> out(n);
+    get_row<simd::scalar>(w, 0, out.data());
+    return out;
+  }
+
+  status bind_tensors() {
+    const std::size_t E = hp_.n_embd, V = hp_.n_vocab, F = hp_.n_ff, dk = hp_.d_k;
+    const std::size_t qd = std::size_t{hp_.n_head} * hp_.d_k,
+                      ad = std::size_t{hp_.n_head} * hp_.d_v;
+    const std::size_t kd = std::size_t{hp_.n_head_kv} * hp_.d_k;
+    const std::size_t vd = std::size_t{hp_.n_head_kv} * hp_.d_v;
+    MNEMO_ASSIGN_OR_RETURN(token_embd_, matrix("token_embd.weight", E, V));
+    MNEMO_ASSIGN_OR_RETURN(output_norm_, norm("output_norm.weight", E));
+    if (file_->find_tensor("output.weight") == nullptr) {
+      output_ = token_embd_;  // tied (TENSOR_DUPLICATED in llama.cpp)
+    } else {
+      MNEMO_ASSIGN_OR_RETURN(output_, matrix("output.weight", E, V));
+    }
+    layers_.resize(hp_.n_layer);
+    for (std::uint32_t l = 0; l < hp_.n_layer; ++l) {
+      const std::string b = "blk." + std::to_string(l) + ".";
+      for (const char* extra :
+           {"attn_q.bias", "attn_k.bias", "attn_v.bias", "attn_output.bias", "ffn_gate_inp.weight"})
+        if (file_->find_tensor(b + extra) != nullptr)
+          return make_status(status_code::unsupported,
+                             "gemma3: tensor '%s%s' (biases or experts) is not supported",
+                             b.c_str(), extra);
+      gemma3_layer& L = layers_[l];
+      MNEMO_ASSIGN_OR_RETURN(L.attn_norm, norm(b + "attn_norm.weight", E));
+      MNEMO_ASSIGN_OR_RETURN(L.post_attn_norm, norm(b + "post_attention_norm.weight", E));
+      MNEMO_ASSIGN_OR_RETURN(L.ffn_norm, norm(b + "ffn_norm.weight", E));
+      MNEMO_ASSIGN_OR_RETURN(L.post_ffw_norm, norm(b + "post_ffw_norm.weight", E));
+      MNEMO_ASSIGN_OR_RETURN(L.q_norm, norm(b + "attn_q_norm.weight", dk));
+      MNEMO_ASSIGN_OR_RETURN(L.k_norm, norm(b + "attn_k_norm.weight", dk));
+      MNEMO_ASSIGN_OR_RETURN(L.wq, matrix(b + "attn_q.weight", E, qd));
+      MNEMO_ASSIGN_OR_RETURN(L.wk, matrix(b + "attn_k.weight", E, kd));
+      MNEMO_ASSIGN_OR_RETURN(L.wv, matrix(b + "attn_v.weight", E, vd));
+      MNEMO_ASSIGN_OR_RETURN(L.wo, matrix(b + "attn_output.weight", ad, E));
+      MNEMO_ASSIGN_OR_RETURN(L.gate, matrix(b + "ffn_gate.weight", E, F));
+      MNEMO_ASSIGN_OR_RETURN(L.up, matrix(b + "ffn_up.weight", E, F));
+      MNEMO_ASSIGN_OR_RETURN(L.down, matrix(b + "ffn_down.weight", F, E));
+    }
+    return {};
+  }
+
+  std::optional<gguf_file> file_;  // optional only because gguf_file has no empty state
+  gemma3_hparams hp_;
+  weight token_embd_, output_;
+  std::vector<float> output_norm_;
+  std::vector<gemma3_layer> layers_;
+};
+
+}  // namespace mnemo::model
