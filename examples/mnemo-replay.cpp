@@ -1,13 +1,19 @@
-// mnemo-replay: runs a scenario in the fixtures' JSON format through a Llama model,
-// a memory strategy and mnemo::context, and writes the logits in the fixtures' .bin
-// format (f32 little-endian, one n_vocab row per token, in call order).
+// mnemo-replay: runs a scenario in the fixtures' JSON format through a model (picked
+// by the GGUF's general.architecture: k_architectures below), a memory strategy and
+// mnemo::context, and writes the logits in the fixtures' .bin format (f32
+// little-endian, one n_vocab row per token, in call order).
 //
-//   mnemo-replay MODEL.gguf SCENARIO.json OUT.bin [--memory full]
+//   mnemo-replay MODEL.gguf SCENARIO.json OUT.bin [--memory full|split|iswa]
 //                [--kv f32|f16|bf16|q8_0|q4_0] [--threads N] [--ctx N] [--ubatch N]
 //                [--compare REF.bin TOL]
 //
 // --compare reads a reference .bin and exits 1 when any logit differs by more than
 // TOL or the sizes differ (the ctest entry in tests/replay.cmake uses it).
+// --memory names the strategy of the attention layers (mamba has none: its layers
+// always use memory::recurrent; jamba routes its Mamba layers there). For gemma3,
+// `full` is one full cache for every layer (the window is a mask only) and `iswa` the
+// interleaved composite: global layers on a full cache of --ctx cells, local layers on
+// a sliding window of pad(n_swa * 4 + --ubatch, 256) cells.
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -17,11 +23,18 @@
 #include <string_view>
 #include <vector>
 
+#include "common/memory_factory.hpp"
 #include "common/scenario.hpp"
 
 #include "mnemo/context.hpp"
 #include "mnemo/memory/full_cache.hpp"
+#include "mnemo/memory/layered.hpp"
+#include "mnemo/memory/recurrent.hpp"
+#include "mnemo/memory/split_stream.hpp"
+#include "mnemo/model/gemma3.hpp"
+#include "mnemo/model/jamba.hpp"
 #include "mnemo/model/llama.hpp"
+#include "mnemo/model/mamba.hpp"
 
 namespace {
 
@@ -37,14 +50,14 @@ struct options {
   double tol = 0;
 };
 
-/// The memory strategies this build offers; a new one adds a name here and a branch
-/// in run_memory().
-constexpr std::string_view k_memories[] = {"full"};
+/// The memory strategies this build offers; a new one adds a name here and, for llama,
+/// a memory_maker in common/memory_factory.hpp.
+constexpr std::string_view k_memories[] = {"full", "split", "iswa"};
 constexpr std::string_view k_kv_types[] = {"f32", "f16", "bf16", "q8_0", "q4_0"};
 
 int usage() {
   std::fprintf(stderr,
-               "usage: mnemo-replay MODEL.gguf SCENARIO.json OUT.bin [--memory full]\n"
+               "usage: mnemo-replay MODEL.gguf SCENARIO.json OUT.bin [--memory full|split|iswa]\n"
                "       [--kv f32|f16|bf16|q8_0|q4_0] [--threads N] [--ctx N] [--ubatch N]\n"
                "       [--compare REF.bin TOL]\n");
   return 2;
@@ -76,7 +89,8 @@ bool parse_args(int argc, char** argv, options& o) {
       if (!v) return false;
       o.memory = v;
       if (!one_of(o.memory, k_memories)) {
-        std::fprintf(stderr, "mnemo-replay: unknown memory '%s' (this build has: full)\n", v);
+        std::fprintf(stderr,
+                     "mnemo-replay: unknown memory '%s' (this build has: full, split, iswa)\n", v);
         return false;
       }
     } else if (a == "--kv") {
@@ -118,36 +132,131 @@ bool parse_args(int argc, char** argv, options& o) {
   return true;
 }
 
-template <class Memory>
-status run_context(const model::llama_model& m, Memory mem, const options& o,
-                   const mnemo_examples::scenario& sc, std::vector<float>& logits) {
+template <class Model, class Memory>
+status run_context(const Model& m, Memory mem, const options& o, const mnemo_examples::scenario& sc,
+                   std::vector<float>& logits) {
   context_params p;
   p.n_ubatch = o.n_ubatch;
   p.n_seq_max = 4;
   p.n_threads = o.threads;
-  MNEMO_ASSIGN_OR_RETURN(auto ctx,
-                         (context<model::llama_model, Memory>::make(m, std::move(mem), p)));
+  MNEMO_ASSIGN_OR_RETURN(auto ctx, (context<Model, Memory>::make(m, std::move(mem), p)));
   return mnemo_examples::run_scenario(ctx, sc, logits);
 }
 
-template <class KE>
-status run_memory(const model::llama_model& m, const options& o, const mnemo_examples::scenario& sc,
-                  std::vector<float>& logits) {
-  if (o.memory == "full") {
-    using cache_t = memory::full_cache<KE>;
-    MNEMO_ASSIGN_OR_RETURN(cache_t cache, cache_t::make(m.full_cache_config(o.n_ctx, 4)));
-    return run_context(m, std::move(cache), o, sc, logits);
-  }
-  return make_status(status_code::unsupported, "memory '%s' is not available", o.memory.c_str());
-}
-
+/// llama: --memory full or split x --kv, through the examples' memory factory.
 status run(const model::llama_model& m, const options& o, const mnemo_examples::scenario& sc,
            std::vector<float>& logits) {
-  if (o.kv == "f16") return run_memory<dtype::f16>(m, o, sc, logits);
-  if (o.kv == "bf16") return run_memory<dtype::bf16>(m, o, sc, logits);
-  if (o.kv == "q8_0") return run_memory<dtype::block_q8_0>(m, o, sc, logits);
-  if (o.kv == "q4_0") return run_memory<dtype::block_q4_0>(m, o, sc, logits);
-  return run_memory<float>(m, o, sc, logits);
+  mnemo_examples::runtime_options rt;
+  rt.memory = o.memory;
+  rt.kv = o.kv;
+  rt.threads = o.threads;
+  rt.n_ubatch = o.n_ubatch;
+  rt.n_batch = 0;  // each scenario call is decoded whole
+  return mnemo_examples::with_context(
+      m, rt, 4, o.n_ctx, [&](auto& ctx) { return mnemo_examples::run_scenario(ctx, sc, logits); });
+}
+
+status run(const model::mamba_model& m, const options& o, const mnemo_examples::scenario& sc,
+           std::vector<float>& logits) {
+  MNEMO_ASSIGN_OR_RETURN(auto mem, memory::recurrent::make(m.recurrent_config(4)));
+  return run_context(m, std::move(mem), o, sc, logits);
+}
+
+/// jamba: attention layers on --memory (full or split, K/V f32 or f16), Mamba layers on
+/// memory::recurrent, through the per-layer composite.
+template <class KV>
+status run_hybrid(const model::jamba_model& m, KV kv, const options& o,
+                  const mnemo_examples::scenario& sc, std::vector<float>& logits) {
+  using mem_t = memory::layered<KV, memory::recurrent>;
+  MNEMO_ASSIGN_OR_RETURN(auto rec, memory::recurrent::make(m.recurrent_config(4)));
+  MNEMO_ASSIGN_OR_RETURN(mem_t mem,
+                         mem_t::make(m.layer_parts(0, 1), std::move(kv), std::move(rec)));
+  return run_context(m, std::move(mem), o, sc, logits);
+}
+template <class KE>
+status run_jamba(const model::jamba_model& m, const options& o, const mnemo_examples::scenario& sc,
+                 std::vector<float>& logits) {
+  if (o.memory == "split") {
+    MNEMO_ASSIGN_OR_RETURN(auto kv,
+                           memory::split_stream<KE>::make(m.split_stream_config(o.n_ctx, 4)));
+    return run_hybrid(m, std::move(kv), o, sc, logits);
+  }
+  MNEMO_ASSIGN_OR_RETURN(auto kv, memory::full_cache<KE>::make(m.full_cache_config(o.n_ctx, 4)));
+  return run_hybrid(m, std::move(kv), o, sc, logits);
+}
+status run(const model::jamba_model& m, const options& o, const mnemo_examples::scenario& sc,
+           std::vector<float>& logits) {
+  if (o.kv == "f16") return run_jamba<dtype::f16>(m, o, sc, logits);
+  if (o.kv != "f32")
+    return make_status(status_code::unsupported, "jamba: --kv %s (this build has f32, f16)",
+                       o.kv.c_str());
+  return run_jamba<float>(m, o, sc, logits);
+}
+
+/// gemma3: `full` (one full cache, the window as a mask) or `iswa` (the composite).
+template <class KE>
+status run_gemma3(const model::gemma3_model& m, const options& o,
+                  const mnemo_examples::scenario& sc, std::vector<float>& logits) {
+  if (o.memory == "iswa") {
+    MNEMO_ASSIGN_OR_RETURN(auto mem, m.make_iswa<KE>(o.n_ctx, 4, o.n_ubatch));
+    return run_context(m, std::move(mem), o, sc, logits);
+  }
+  if (o.memory == "full") {
+    MNEMO_ASSIGN_OR_RETURN(auto mem, memory::full_cache<KE>::make(m.full_cache_config(o.n_ctx, 4)));
+    return run_context(m, std::move(mem), o, sc, logits);
+  }
+  return make_status(status_code::unsupported, "gemma3: --memory %s (this build has full, iswa)",
+                     o.memory.c_str());
+}
+status run(const model::gemma3_model& m, const options& o, const mnemo_examples::scenario& sc,
+           std::vector<float>& logits) {
+  if (o.kv == "f16") return run_gemma3<dtype::f16>(m, o, sc, logits);
+  if (o.kv != "f32")
+    return make_status(status_code::unsupported, "gemma3: --kv %s (this build has f32, f16)",
+                       o.kv.c_str());
+  return run_gemma3<float>(m, o, sc, logits);
+}
+
+/// Loads the model of one architecture and replays the scenario; n_vocab is set
+/// before the run (the scenario's n_vocab is checked against it).
+template <class Model>
+status replay_with(model::gguf_file file, const options& o, const mnemo_examples::scenario& sc,
+                   std::vector<float>& logits, std::uint32_t& n_vocab) {
+  MNEMO_ASSIGN_OR_RETURN(Model m, Model::load(std::move(file)));
+  n_vocab = m.n_vocab();
+  if (sc.n_vocab != 0 && sc.n_vocab != n_vocab)
+    return make_status(status_code::invalid_argument,
+                       "the scenario expects n_vocab %u, the model has %u", sc.n_vocab, n_vocab);
+  logits.reserve(sc.n_rows() * n_vocab);
+  return run(m, o, sc, logits);
+}
+
+/// The architectures this replay runs, by general.architecture; a new one adds a row.
+struct architecture {
+  std::string_view name;
+  status (*replay)(model::gguf_file, const options&, const mnemo_examples::scenario&,
+                   std::vector<float>&, std::uint32_t&);
+};
+constexpr architecture k_architectures[] = {
+    {"llama", replay_with<model::llama_model>},
+    {"mamba", replay_with<model::mamba_model>},
+    {"jamba", replay_with<model::jamba_model>},
+    {"gemma3", replay_with<model::gemma3_model>},
+};
+
+status replay(const options& o, const mnemo_examples::scenario& sc, std::vector<float>& logits,
+              std::uint32_t& n_vocab) {
+  MNEMO_ASSIGN_OR_RETURN(model::gguf_file file, model::gguf_file::open(o.model));
+  MNEMO_ASSIGN_OR_RETURN(std::string_view arch, file.get_string("general.architecture"));
+  const std::string name(arch);
+  for (const architecture& a : k_architectures)
+    if (a.name == name)
+      return a.replay(std::move(file), o, sc, logits, n_vocab).with_context(o.model);
+  std::string known;
+  for (const architecture& a : k_architectures)
+    known += (known.empty() ? "" : ", ") + std::string(a.name);
+  return make_status(status_code::unsupported, "%s: architecture '%s' is not supported (%s)",
+                     o.model.c_str(), name.c_str(), known.c_str());
 }
 
 int compare(const std::string& path, const std::vector<float>& ours, std::size_t n_vocab,
@@ -185,25 +294,15 @@ int compare(const std::string& path, const std::vector<float>& ours, std::size_t
 int main(int argc, char** argv) {
   options o;
   if (!parse_args(argc, argv, o)) return usage();
-  auto m = model::llama_model::open(o.model);
-  if (!m.is_ok()) {
-    std::fprintf(stderr, "mnemo-replay: %s\n", m.error().to_string().c_str());
-    return 1;
-  }
   auto sc = mnemo_examples::read_scenario(o.scenario);
   if (!sc.is_ok()) {
     std::fprintf(stderr, "mnemo-replay: %s\n", sc.error().to_string().c_str());
     return 1;
   }
-  if (sc->n_vocab != 0 && sc->n_vocab != m->n_vocab()) {
-    std::fprintf(stderr, "mnemo-replay: the scenario expects n_vocab %u, the model has %u\n",
-                 sc->n_vocab, m->n_vocab());
-    return 1;
-  }
   std::vector<float> logits;
-  logits.reserve(sc->n_rows() * m->n_vocab());
+  std::uint32_t n_vocab = 0;
   const auto t0 = std::chrono::steady_clock::now();
-  if (status st = run(*m, o, *sc, logits); !st) {
+  if (status st = replay(o, *sc, logits, n_vocab); !st) {
     std::fprintf(stderr, "mnemo-replay: %s\n", st.to_string().c_str());
     return 1;
   }
@@ -214,7 +313,7 @@ int main(int argc, char** argv) {
   }
   std::printf(
       "%s: %zu calls, %zu rows of %u logits -> %s (memory %s, kv %s, %.1f ms, %.0f tokens/s)\n",
-      o.scenario.c_str(), sc->calls.size(), sc->n_rows(), m->n_vocab(), o.out.c_str(),
-      o.memory.c_str(), o.kv.c_str(), dt * 1e3, static_cast<double>(sc->n_rows()) / dt);
-  return o.compare.empty() ? 0 : compare(o.compare, logits, m->n_vocab(), o.tol);
+      o.scenario.c_str(), sc->calls.size(), sc->n_rows(), n_vocab, o.out.c_str(), o.memory.c_str(),
+      o.kv.c_str(), dt * 1e3, static_cast<double>(sc->n_rows()) / dt);
+  return o.compare.empty() ? 0 : compare(o.compare, logits, n_vocab, o.tol);
 }

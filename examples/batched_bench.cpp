@@ -1,0 +1,212 @@
+// batched_bench: prompt-processing and generation speed for many sequences at once,
+// the table of llama.cpp's llama-batched-bench, so the two can be read side by side.
+//
+//   batched_bench MODEL.gguf [-npp 128,512] [-ntg 128] [-npl 1,2,4,8,16]
+//                 [--memory full|split] [--kv f32|f16|bf16|q8_0|q4_0] [--threads N]
+//                 [--ctx N] [--ubatch N] [--batch N] [--output-format md|jsonl]
+//
+// For every (PP, TG, B): clear the memory; decode B sequences of PP tokens (position-
+// major, in batches of at most --batch tokens, logits only for each sequence's last
+// token); then TG steps that each decode one token per sequence. Tokens are fixed
+// pseudo-random ids: this measures speed, not text. N_KV = B * (PP + TG).
+// --ctx 0 (the default) sizes the memory for the largest case: max(B) * max(PP + TG).
+#include <algorithm>
+#include <chrono>
+#include <cinttypes>
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "common/cli.hpp"
+#include "common/memory_factory.hpp"
+
+#include "mnemo/base/parallel.hpp"
+#include "mnemo/base/rng.hpp"
+#include "mnemo/model/llama.hpp"
+#include "mnemo/simd/isa.hpp"
+
+namespace {
+
+using namespace mnemo;
+using clock_type = std::chrono::steady_clock;
+
+struct options {
+  std::string model;
+  std::vector<std::uint32_t> npp{128, 512}, ntg{128}, npl{1, 2, 4, 8, 16};
+  std::string format = "md";
+  mnemo_examples::runtime_options rt;
+};
+
+int usage() {
+  std::fprintf(stderr,
+               "usage: batched_bench MODEL.gguf [-npp 128,512] [-ntg 128] [-npl 1,2,4,8,16]\n"
+               "%s"
+               "       [--output-format md|jsonl]\n",
+               mnemo_examples::k_runtime_usage);
+  return 2;
+}
+
+bool parse_args(int argc, char** argv, options& o) {
+  mnemo_examples::arg_cursor args("batched_bench", argc, argv);
+  std::vector<std::string> pos;
+  while (!args.done()) {
+    switch (mnemo_examples::parse_runtime_option(args, o.rt)) {
+      case mnemo_examples::option_parse::taken: continue;
+      case mnemo_examples::option_parse::bad: return false;
+      case mnemo_examples::option_parse::not_mine: break;
+    }
+    const std::string_view a = args.take();
+    if (a == "-npp" || a == "-ntg" || a == "-npl") {
+      const char* v = args.value(a);
+      auto& list = a == "-npp" ? o.npp : a == "-ntg" ? o.ntg : o.npl;
+      const std::uint32_t lo = a == "-ntg" ? 0 : 1;
+      const std::uint32_t hi = a == "-npl" ? static_cast<std::uint32_t>(k_max_seq) : 1u << 20;
+      if (v == nullptr || !mnemo_examples::parse_u32_list(v, list, lo, hi))
+        return args.complain("expected a comma-separated list of counts, got", v ? v : ""), false;
+    } else if (a == "--output-format") {
+      const char* v = args.value(a);
+      if (v == nullptr || (std::string_view(v) != "md" && std::string_view(v) != "jsonl"))
+        return args.complain("--output-format takes md or jsonl, not", v ? v : ""), false;
+      o.format = v;
+    } else if (a.size() > 1 && a[0] == '-') {
+      return args.complain("unknown option", a), false;
+    } else {
+      pos.emplace_back(a);
+    }
+  }
+  if (pos.size() != 1) return false;
+  o.model = pos[0];
+  return true;
+}
+
+double seconds_since(clock_type::time_point t0) {
+  return std::chrono::duration<double>(clock_type::now() - t0).count();
+}
+
+struct row {
+  std::uint32_t pp, tg, pl;
+  std::uint64_t n_kv;
+  double t_pp, t_tg;
+};
+
+void print_row(const options& o, std::uint32_t n_ctx, const row& r) {
+  const double s_pp = r.t_pp > 0 ? double(r.pl) * r.pp / r.t_pp : 0.0;
+  const double s_tg = r.t_tg > 0 ? double(r.pl) * r.tg / r.t_tg : 0.0;
+  const double t = r.t_pp + r.t_tg;
+  const double s = t > 0 ? double(r.n_kv) / t : 0.0;
+  if (o.format == "md") {
+    std::printf("|%6u |%7u |%5u |%7" PRIu64 " |%9.3f |%9.2f |%9.3f |%9.2f |%9.3f |%9.2f |\n", r.pp,
+                r.tg, r.pl, r.n_kv, r.t_pp, s_pp, r.t_tg, s_tg, t, s);
+  } else {
+    std::printf(
+        "{\"memory\": \"%s\", \"kv\": \"%s\", \"n_kv_max\": %u, \"n_batch\": %u, \"n_ubatch\": "
+        "%u, \"n_threads\": %d, \"pp\": %u, \"tg\": %u, \"pl\": %u, \"n_kv\": %" PRIu64
+        ", \"t_pp\": %f, \"speed_pp\": %f, \"t_tg\": %f, \"speed_tg\": %f, \"t\": %f, \"speed\": "
+        "%f}\n",
+        o.rt.memory.c_str(), o.rt.kv.c_str(), n_ctx, o.rt.n_batch, o.rt.n_ubatch,
+        o.rt.threads > 0 ? o.rt.threads : default_thread_count(), r.pp, r.tg, r.pl, r.n_kv, r.t_pp,
+        s_pp, r.t_tg, s_tg, t, s);
+  }
+  std::fflush(stdout);
+}
+
+/// Runs every (pp, tg, pl) case through one context.
+template <class Context>
+status run_cases(Context& ctx, const options& o, std::uint32_t n_ctx, std::uint32_t n_vocab) {
+  const seq_id n_seq = ctx.params().n_seq_max;
+  const std::uint32_t per_seq =
+      o.rt.memory == "split" ? n_ctx / static_cast<std::uint32_t>(n_seq) : n_ctx;
+  splitmix64 rng{2026};
+  batch b;
+  b.reserve(std::min<std::uint32_t>(o.rt.n_batch, 1u << 16));
+
+  // Warm-up: page in the weights, grow the buffers.
+  for (pos_t p = 0; p < 16; ++p)
+    b.add(static_cast<token_id>(rng.next() % n_vocab), p, {0}, p == 15);
+  MNEMO_RETURN_IF_ERROR(ctx.decode(b));
+  ctx.clear();
+
+  for (std::uint32_t pp : o.npp)
+    for (std::uint32_t tg : o.ntg)
+      for (std::uint32_t pl : o.npl) {
+        const std::uint64_t n_kv = std::uint64_t{pl} * (pp + tg);
+        const bool fits = o.rt.memory == "split"
+                              ? pl <= static_cast<std::uint32_t>(n_seq) && pp + tg <= per_seq
+                              : n_kv <= n_ctx && pl <= static_cast<std::uint32_t>(n_seq);
+        if (!fits) {
+          std::fprintf(stderr,
+                       "batched_bench: skipping pp %u tg %u pl %u: the memory is too small\n", pp,
+                       tg, pl);
+          continue;
+        }
+        ctx.clear();
+        // Prompts: position-major, as llama-batched-bench adds them.
+        const auto t0 = clock_type::now();
+        b.clear();
+        for (std::uint32_t i = 0; i < pp; ++i)
+          for (std::uint32_t j = 0; j < pl; ++j) {
+            const seq_id s = static_cast<seq_id>(j);
+            b.add(static_cast<token_id>(rng.next() % n_vocab), static_cast<pos_t>(i), {s},
+                  i + 1 == pp);
+            if (b.size() == o.rt.n_batch) {
+              MNEMO_RETURN_IF_ERROR(ctx.decode(b));
+              b.clear();
+            }
+          }
+        if (!b.empty()) MNEMO_RETURN_IF_ERROR(ctx.decode(b));
+        const double t_pp = seconds_since(t0);
+
+        const auto t1 = clock_type::now();
+        for (std::uint32_t step = 0; step < tg; ++step) {
+          b.clear();
+          for (std::uint32_t j = 0; j < pl; ++j)
+            b.add(static_cast<token_id>((7 + 31 * step + j) % n_vocab),
+                  static_cast<pos_t>(pp + step), {static_cast<seq_id>(j)}, true);
+          MNEMO_RETURN_IF_ERROR(ctx.decode(b));
+        }
+        const double t_tg = seconds_since(t1);
+        print_row(o, n_ctx, {pp, tg, pl, n_kv, t_pp, t_tg});
+      }
+  return {};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  options o;
+  if (!parse_args(argc, argv, o)) return usage();
+  auto m = model::llama_model::open(o.model);
+  if (!m.is_ok()) {
+    std::fprintf(stderr, "batched_bench: %s\n", m.error().to_string().c_str());
+    return 1;
+  }
+  const std::uint32_t max_pl = *std::max_element(o.npl.begin(), o.npl.end());
+  std::uint32_t max_len = 0;
+  for (std::uint32_t pp : o.npp)
+    for (std::uint32_t tg : o.ntg) max_len = std::max(max_len, pp + tg);
+  std::uint32_t n_ctx = o.rt.n_ctx;
+  if (n_ctx == 0) n_ctx = (max_pl * max_len + 255) / 256 * 256;
+  const int threads = o.rt.threads > 0 ? o.rt.threads : default_thread_count();
+
+  if (o.format == "md") {
+    std::printf(
+        "batched_bench: n_kv_max = %u, n_batch = %u, n_ubatch = %u, memory = %s, kv = %s, "
+        "n_threads = %d, isa = %s\n\n",
+        n_ctx, o.rt.n_batch, o.rt.n_ubatch, o.rt.memory.c_str(), o.rt.kv.c_str(), threads,
+        simd::native::name.data());
+    std::printf(
+        "|    PP |     TG |    B |   N_KV |   T_PP s | S_PP t/s |   T_TG s | S_TG t/s |      T s "
+        "|    S t/s |\n"
+        "|-------|--------|------|--------|----------|----------|----------|----------|----------"
+        "|----------|\n");
+  }
+  const status st = mnemo_examples::with_context(
+      *m, o.rt, static_cast<seq_id>(max_pl), n_ctx,
+      [&](auto& ctx) { return run_cases(ctx, o, n_ctx, m->n_vocab()); });
+  if (!st) {
+    std::fprintf(stderr, "batched_bench: %s\n", st.to_string().c_str());
+    return 1;
+  }
+  return 0;
+}

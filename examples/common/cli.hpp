@@ -1,0 +1,163 @@
+// Command-line parsing shared by the examples: a cursor over argv, number and list
+// parsers that print what was wrong, and the options every runtime example takes
+// (--memory, --kv, --threads, --ctx, --ubatch, --batch).
+//
+//   mnemo_examples::arg_cursor args("generate", argc, argv);
+//   while (!args.done()) {
+//     switch (mnemo_examples::parse_runtime_option(args, o.rt)) {
+//       case option_parse::taken: continue;
+//       case option_parse::bad: return usage();   // exit code 2
+//       case option_parse::not_mine: break;
+//     }
+//     ...
+//   }
+//
+// Errors go to stderr prefixed with the program name; callers print their usage
+// and exit with code 2 (the examples' convention for bad arguments).
+#pragma once
+
+#include <cerrno>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace mnemo_examples {
+
+/// Walks argv[1..argc); value() takes the argument after an option.
+class arg_cursor {
+ public:
+  arg_cursor(const char* prog, int argc, char** argv) : prog_(prog), argc_(argc), argv_(argv) {}
+
+  const char* prog() const noexcept { return prog_; }
+  bool done() const noexcept { return i_ >= argc_; }
+  /// The current argument (an option name or a positional argument).
+  std::string_view peek() const noexcept { return done() ? std::string_view{} : argv_[i_]; }
+  /// Moves past the current argument and returns it.
+  std::string_view take() noexcept { return done() ? std::string_view{} : argv_[i_++]; }
+  /// The argument after option `opt` (already taken); nullptr and a message if none.
+  const char* value(std::string_view opt) noexcept {
+    if (done()) {
+      std::fprintf(stderr, "%s: %.*s needs a value\n", prog_, static_cast<int>(opt.size()),
+                   opt.data());
+      return nullptr;
+    }
+    return argv_[i_++];
+  }
+  /// Prints "PROG: message" for an argument that cannot be used.
+  void complain(const char* what, std::string_view arg) const noexcept {
+    std::fprintf(stderr, "%s: %s '%.*s'\n", prog_, what, static_cast<int>(arg.size()), arg.data());
+  }
+
+ private:
+  const char* prog_;
+  int argc_;
+  char** argv_;
+  int i_ = 1;
+};
+
+/// An unsigned integer in [lo, hi]; whole string, decimal.
+inline bool parse_u64(const char* s, std::uint64_t& out, std::uint64_t lo = 0,
+                      std::uint64_t hi = UINT64_MAX) {
+  if (s == nullptr || *s == '\0' || *s == '-' || *s == '+') return false;
+  char* end = nullptr;
+  errno = 0;
+  const unsigned long long v = std::strtoull(s, &end, 10);
+  if (errno != 0 || *end != '\0' || v < lo || v > hi) return false;
+  out = v;
+  return true;
+}
+
+inline bool parse_u32(const char* s, std::uint32_t& out, std::uint32_t lo = 0,
+                      std::uint32_t hi = 1u << 30) {
+  std::uint64_t v = 0;
+  if (!parse_u64(s, v, lo, hi)) return false;
+  out = static_cast<std::uint32_t>(v);
+  return true;
+}
+
+/// A finite float; whole string.
+inline bool parse_f32(const char* s, float& out) {
+  if (s == nullptr || *s == '\0') return false;
+  char* end = nullptr;
+  const float v = std::strtof(s, &end);
+  if (*end != '\0' || !(v == v) || v > 3.4e38f || v < -3.4e38f) return false;
+  out = v;
+  return true;
+}
+
+/// "1,2,4": comma-separated unsigned integers in [lo, hi], at least one.
+inline bool parse_u32_list(const char* s, std::vector<std::uint32_t>& out, std::uint32_t lo = 0,
+                           std::uint32_t hi = 1u << 30) {
+  if (s == nullptr) return false;
+  out.clear();
+  std::string item;
+  for (const char* p = s;; ++p) {
+    if (*p == ',' || *p == '\0') {
+      std::uint32_t v = 0;
+      if (!parse_u32(item.c_str(), v, lo, hi)) return false;
+      out.push_back(v);
+      item.clear();
+      if (*p == '\0') break;
+    } else {
+      item += *p;
+    }
+  }
+  return !out.empty();
+}
+
+/// What the runtime examples share: the memory strategy, the K/V element type and the
+/// context sizes. n_ctx == 0 lets each example pick a size that fits its work.
+struct runtime_options {
+  std::string memory = "full";  // full | split
+  std::string kv = "f16";       // f32 | f16 | bf16 | q8_0 | q4_0
+  int threads = 0;              // 0: default_thread_count()
+  std::uint32_t n_ctx = 0;      // cells (full) or cells of all streams together (split)
+  std::uint32_t n_ubatch = 512;
+  std::uint32_t n_batch = 2048;
+};
+
+inline constexpr const char* k_runtime_usage =
+    "       [--memory full|split] [--kv f32|f16|bf16|q8_0|q4_0] [--threads N]\n"
+    "       [--ctx N] [--ubatch N] [--batch N]\n";
+
+inline bool is_memory_name(std::string_view v) noexcept { return v == "full" || v == "split"; }
+inline bool is_kv_name(std::string_view v) noexcept {
+  return v == "f32" || v == "f16" || v == "bf16" || v == "q8_0" || v == "q4_0";
+}
+
+enum class option_parse { not_mine, taken, bad };
+
+/// Consumes one runtime option at the cursor, if the current argument is one.
+inline option_parse parse_runtime_option(arg_cursor& args, runtime_options& o) {
+  const std::string_view a = args.peek();
+  const bool mine = a == "--memory" || a == "--kv" || a == "--threads" || a == "--ctx" ||
+                    a == "--ubatch" || a == "--batch";
+  if (!mine) return option_parse::not_mine;
+  args.take();
+  const char* v = args.value(a);
+  if (v == nullptr) return option_parse::bad;
+  std::uint32_t u = 0;
+  if (a == "--memory") {
+    if (!is_memory_name(v))
+      return args.complain("--memory takes full or split, not", v), option_parse::bad;
+    o.memory = v;
+  } else if (a == "--kv") {
+    if (!is_kv_name(v))
+      return args.complain("--kv takes f32, f16, bf16, q8_0 or q4_0, not", v), option_parse::bad;
+    o.kv = v;
+  } else if (a == "--threads") {
+    if (!parse_u32(v, u, 0, 1024))
+      return args.complain("--threads takes a count, not", v), option_parse::bad;
+    o.threads = static_cast<int>(u);
+  } else {
+    if (!parse_u32(v, u, a == "--ctx" ? 0 : 1))
+      return args.complain("expected a positive number, got", v), option_parse::bad;
+    (a == "--ctx" ? o.n_ctx : a == "--ubatch" ? o.n_ubatch : o.n_batch) = u;
+  }
+  return option_parse::taken;
+}
+
+}  // namespace mnemo_examples

@@ -1,0 +1,62 @@
+# The examples run end to end so they cannot rot: the demo (its own self-check sets
+# the exit code), and batched_bench and generate on a tiny model that make-llama
+# writes first (a ctest fixture). Bad arguments must exit with code 2, library errors
+# with 1. One thread each: the tests run beside others. Each takes under a second.
+if(MNEMO_BUILD_EXAMPLES)
+  set(mnemo_tiny_llama "${CMAKE_CURRENT_BINARY_DIR}/examples-tiny-llama.gguf")
+  add_test(NAME examples.make-tiny-llama
+           COMMAND make-llama "${mnemo_tiny_llama}" --n-vocab 512 --n-embd 128 --n-layer 2
+                   --n-head 4 --n-head-kv 2 --n-ff 256 --seed 3)
+  set_tests_properties(examples.make-tiny-llama PROPERTIES FIXTURES_SETUP mnemo_tiny_llama
+                                                           LABELS examples)
+
+  add_test(NAME examples.demo COMMAND demo --threads 1)
+  set_tests_properties(examples.demo PROPERTIES LABELS examples PASS_REGULAR_EXPRESSION
+                                                "self-check: .*: PASS")
+
+  add_test(NAME examples.batched_bench.full
+           COMMAND batched_bench "${mnemo_tiny_llama}" -npp 16,40 -ntg 4 -npl 1,3 --threads 1)
+  add_test(NAME examples.batched_bench.split-q8_0
+           COMMAND batched_bench "${mnemo_tiny_llama}" -npp 24 -ntg 4 -npl 1,4 --memory split
+                   --kv q8_0 --batch 20 --ubatch 8 --threads 1 --output-format jsonl)
+  set_tests_properties(examples.batched_bench.split-q8_0 PROPERTIES
+                       PASS_REGULAR_EXPRESSION "\"pl\": 4, \"n_kv\": 112")
+  add_test(NAME examples.generate.text
+           COMMAND generate "${mnemo_tiny_llama}" -p "Hello, world" -n 8 --threads 1)
+  add_test(NAME examples.generate.tokens-split
+           COMMAND generate "${mnemo_tiny_llama}" --tokens 1,40,41,42 -n 8 --temp 0
+                   --memory split --kv bf16 --threads 1)
+  # A library error exits 1: a token outside the vocabulary.
+  add_test(NAME examples.generate.bad-token
+           COMMAND sh -c "\"$<TARGET_FILE:generate>\" \"${mnemo_tiny_llama}\" --tokens 1,99999 -n 2; test $? -eq 1")
+  set_tests_properties(examples.batched_bench.full examples.batched_bench.split-q8_0
+                       examples.generate.text examples.generate.tokens-split
+                       examples.generate.bad-token
+                       PROPERTIES FIXTURES_REQUIRED mnemo_tiny_llama LABELS examples)
+
+  # The memory factory's split strategy against llama.cpp's logits (mnemo-replay).
+  if(EXISTS "${MNEMO_FIXTURES_DIR}/llama-tiny.gguf")
+    add_test(NAME examples.replay.llama-tiny.multi.split
+             COMMAND mnemo-replay "${MNEMO_FIXTURES_DIR}/llama-tiny.gguf"
+                     "${MNEMO_FIXTURES_DIR}/llama-tiny.multi.json"
+                     "${CMAKE_CURRENT_BINARY_DIR}/examples.replay.split.bin" --memory split
+                     --threads 1 --compare "${MNEMO_FIXTURES_DIR}/llama-tiny.multi.bin" 5e-4)
+    set_tests_properties(examples.replay.llama-tiny.multi.split PROPERTIES LABELS examples)
+  endif()
+
+  # Bad arguments: a usage message and exit code 2 ("PROGRAM|ARGUMENTS"; MODEL is the
+  # tiny model's path).
+  foreach(bad IN ITEMS "batched_bench|MODEL -npl 0" "batched_bench|MODEL --kv q5_1"
+                       "batched_bench|" "generate|MODEL -n" "generate|MODEL --temp -1"
+                       "generate|MODEL -p x --tokens 1" "demo|--clients 0" "demo|MODEL")
+    string(REPLACE "|" ";" parts "${bad}")
+    list(GET parts 0 prog)
+    list(GET parts 1 args)
+    string(REPLACE "MODEL" "" id "${args}")
+    string(MAKE_C_IDENTIFIER "${id}" id)
+    string(REPLACE "MODEL" "\"${mnemo_tiny_llama}\"" args "${args}")
+    add_test(NAME examples.${prog}.usage${id}
+             COMMAND sh -c "\"$<TARGET_FILE:${prog}>\" ${args}; test $? -eq 2")
+    set_tests_properties(examples.${prog}.usage${id} PROPERTIES LABELS examples)
+  endforeach()
+endif()
