@@ -19,7 +19,8 @@ if(MNEMO_BUILD_EXAMPLES AND EXISTS "${MNEMO_FIXTURES_DIR}/llama-tiny.gguf")
                    --compare "${MNEMO_FIXTURES_DIR}/llama-gqa4-f16.multi.bin" 6e-3)
   set_tests_properties(replay.llama-gqa4-f16.multi PROPERTIES LABELS replay)
   # Every architecture through the replay tool, and the split-stream strategy.
-  foreach(case IN ITEMS "llama-tiny;multi;split" "mamba;chunked;full" "jamba;multi;split")
+  foreach(case IN ITEMS "llama-tiny;branch;split" "llama-tiny;chunked;split" "mamba;chunked;full"
+                       "jamba;multi;split")
     list(GET case 0 model)
     list(GET case 1 scenario)
     list(GET case 2 memory)
