@@ -38,22 +38,13 @@
 #include <string>
 #include <vector>
 
+#include "common/slow_build.hpp"
 #include "dtype/reference.hpp"
 #include "memory/reference_model.hpp"
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include "mnemo/memory/memory.hpp"
-
-// Sanitizers and unoptimised builds run half the steps (~18 s under ASan+UBSan, Debug).
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__) || !defined(__OPTIMIZE__)
-#define MNEMO_MODEL_SLOW 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(undefined_behavior_sanitizer) || \
-    __has_feature(memory_sanitizer) || __has_feature(thread_sanitizer)
-#define MNEMO_MODEL_SLOW 1
-#endif
-#endif
 
 namespace {
 
@@ -65,11 +56,8 @@ using mnemo_test::ref_rope;
 using mnemo_test::ref_token;
 using mnemo_test::reference_cache;
 
-#if defined(MNEMO_MODEL_SLOW)
-constexpr std::size_t k_slow_divisor = 2;
-#else
-constexpr std::size_t k_slow_divisor = 1;
-#endif
+// Sanitizers and unoptimised builds run half the steps (~18 s under ASan+UBSan, Debug).
+constexpr std::size_t k_slow_divisor = mnemo_test::k_slow_build ? 2 : 1;
 
 std::size_t env_or(const char* name, std::size_t fallback) {
   const char* s = std::getenv(name);

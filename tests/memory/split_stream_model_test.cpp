@@ -25,6 +25,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "common/slow_build.hpp"
 #include "memory/harness.hpp"
 #include <gtest/gtest.h>
 
@@ -412,7 +413,7 @@ TYPED_TEST_SUITE(SplitStreamModel, Pairs, pair_name);
 TYPED_TEST(SplitStreamModel, SameResultsAsTheUnifiedCache) {
   const char* only = std::getenv("MNEMO_SPLIT_SEED");
   const std::uint64_t lo = only ? std::strtoull(only, nullptr, 0) : 1;
-  const std::uint64_t hi = only ? lo + 1 : 81;
+  const std::uint64_t hi = only ? lo + 1 : 1 + mnemo_test::scaled_count(80, 4);
   for (std::uint64_t seed = lo; seed < hi; ++seed) {
     differential<typename TypeParam::k, typename TypeParam::v> d(seed);
     for (int step = 0; step < 150; ++step) {

@@ -10,7 +10,8 @@
 //    positions (unsupported, and can_resume says so); the reference skips it too.
 //  - recompute: the composite's context decodes forgotten prefixes again, so every
 //    operation succeeds and the logits still agree.
-// Seeds 1..k_seeds; a failure prints the seed, the step and the first worst element.
+// Seeds 1..k_seeds (fewer in sanitizer builds); a failure prints the seed, the step and
+// the first worst element.
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -18,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "common/slow_build.hpp"
 #include "common/splitmix64.hpp"
 #include <gtest/gtest.h>
 
@@ -34,7 +36,7 @@ using model::gemma3_model;
 constexpr std::uint32_t k_ubatch = 8;
 constexpr seq_id k_seqs = 3;
 constexpr std::size_t k_window_cells = 16 * k_seqs + k_ubatch;  // 56: reused constantly
-constexpr int k_seeds = 10, k_steps = 60;
+constexpr int k_seeds = static_cast<int>(mnemo_test::scaled_count(10, 3)), k_steps = 60;
 constexpr float k_tol = 1e-4f;
 
 /// A memory that can fail apply() of one micro-batch, after the earlier ones of the
