@@ -4,15 +4,13 @@
 // layers on the unified cache (full_cache) and on split streams (split_stream), on the
 // native ISA and the scalar path. Bound (README): 1e-4 * max|logit|, identical arg-max
 // on every row. Also the load-time checks.
-#include <cmath>
-#include <cstdio>
 #include <filesystem>
-#include <memory>
 #include <string>
 #include <tuple>
 #include <vector>
 
 #include "common/scenario.hpp"
+#include "fixture_harness.hpp"
 #include <gtest/gtest.h>
 
 #include "mnemo/context.hpp"
@@ -27,20 +25,10 @@ namespace {
 
 using namespace mnemo;
 
-std::string fixture(const std::string& name) {
-  return std::string(MNEMO_FIXTURES_DIR) + "/" + name;
-}
+using fixture_harness::fixture;
 
 const model::jamba_model* the_model() {
-  static std::unique_ptr<model::jamba_model> m = [] {
-    auto r = model::jamba_model::open(fixture("jamba.gguf"));
-    if (!r.is_ok()) {
-      ADD_FAILURE() << r.error().to_string();
-      return std::unique_ptr<model::jamba_model>();
-    }
-    return std::make_unique<model::jamba_model>(std::move(r).value());
-  }();
-  return m.get();
+  return fixture_harness::load_model<model::jamba_model>("jamba.gguf");
 }
 
 /// The KV part of the hybrid memory for the attention layers.
@@ -70,13 +58,6 @@ result<std::vector<float>> replay(const model::jamba_model& m, const mnemo_examp
   return out;
 }
 
-std::size_t argmax(const float* row, std::size_t n) {
-  std::size_t best = 0;
-  for (std::size_t i = 1; i < n; ++i)
-    if (row[i] > row[best]) best = i;
-  return best;
-}
-
 using param = std::tuple<std::string, std::string, bool>;  // scenario, kv part, scalar ISA
 
 class JambaFixtures : public ::testing::TestWithParam<param> {};
@@ -88,41 +69,18 @@ TEST_P(JambaFixtures, LogitsMatchLlamaCpp) {
     GTEST_SKIP() << "fixtures not found in " << MNEMO_FIXTURES_DIR;
   const model::jamba_model* m = the_model();
   ASSERT_NE(m, nullptr);
-  auto sc = mnemo_examples::read_scenario(fixture(stem + ".json"));
-  ASSERT_TRUE(sc.is_ok()) << sc.error().to_string();
-  auto ref = mnemo_examples::read_logits(fixture(stem + ".bin"));
-  ASSERT_TRUE(ref.is_ok()) << ref.error().to_string();
+  fixture_harness::fixture_case fc;
+  ASSERT_NO_FATAL_FAILURE(fixture_harness::load_case(stem, fc));
+  const mnemo_examples::scenario& sc = fc.sc;
   using full = memory::full_cache<float>;
   using split = memory::split_stream<float>;
   auto ours =
       kv == "full"
-          ? (scalar ? replay<full, simd::scalar>(*m, *sc) : replay<full, simd::native>(*m, *sc))
-          : (scalar ? replay<split, simd::scalar>(*m, *sc) : replay<split, simd::native>(*m, *sc));
+          ? (scalar ? replay<full, simd::scalar>(*m, sc) : replay<full, simd::native>(*m, sc))
+          : (scalar ? replay<split, simd::scalar>(*m, sc) : replay<split, simd::native>(*m, sc));
   ASSERT_TRUE(ours.is_ok()) << ours.error().to_string();
-  const std::size_t nv = m->n_vocab();
-  ASSERT_EQ(ours->size(), sc->n_rows() * nv);
-  ASSERT_EQ(ref->size(), ours->size()) << stem << ".bin has the wrong size";
-
-  float max_logit = 0, worst = 0;
-  std::size_t worst_i = 0;
-  for (std::size_t i = 0; i < ref->size(); ++i) {
-    max_logit = std::max(max_logit, std::fabs((*ref)[i]));
-    const float d = std::fabs((*ours)[i] - (*ref)[i]);
-    if (!(d <= worst)) {
-      worst = std::isnan(d) ? INFINITY : d;
-      worst_i = i;
-    }
-  }
-  const float tol = 1e-4f * max_logit;
-  std::printf("[ measure ] %s %s %s: max |diff| %.3g (bound %.3g), max |logit| %.3g\n",
-              stem.c_str(), kv.c_str(), scalar ? "scalar" : "native", worst, tol, max_logit);
-  EXPECT_LE(worst, tol) << stem << " " << kv << ": row " << worst_i / nv << ", column "
-                        << worst_i % nv << ": ours " << (*ours)[worst_i] << ", llama.cpp "
-                        << (*ref)[worst_i];
-  for (std::size_t r = 0; r < sc->n_rows(); ++r) {
-    const std::size_t a = argmax(ours->data() + r * nv, nv), e = argmax(ref->data() + r * nv, nv);
-    EXPECT_EQ(a, e) << stem << " " << kv << ": row " << r << " arg-max differs";
-  }
+  fixture_harness::compare_logits(stem + " " + kv + (scalar ? " scalar" : " native"), *ours, fc,
+                                  m->n_vocab(), {1e-4f, true, true});
 }
 
 INSTANTIATE_TEST_SUITE_P(All, JambaFixtures,

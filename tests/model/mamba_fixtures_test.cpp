@@ -3,15 +3,13 @@
 // fixtures' harness settings (n_ubatch 512, n_seq_max 4), on the native ISA and on the
 // scalar path. Bound (README): 1e-4 * max|logit| (measured: docs/recurrent.md), and the
 // arg-max must agree on every row. Also checks the load-time refusals.
-#include <cmath>
-#include <cstdio>
 #include <filesystem>
-#include <memory>
 #include <string>
 #include <tuple>
 #include <vector>
 
 #include "common/scenario.hpp"
+#include "fixture_harness.hpp"
 #include <gtest/gtest.h>
 
 #include "mnemo/context.hpp"
@@ -22,20 +20,10 @@ namespace {
 
 using namespace mnemo;
 
-std::string fixture(const std::string& name) {
-  return std::string(MNEMO_FIXTURES_DIR) + "/" + name;
-}
+using fixture_harness::fixture;
 
 const model::mamba_model* the_model() {
-  static std::unique_ptr<model::mamba_model> m = [] {
-    auto r = model::mamba_model::open(fixture("mamba.gguf"));
-    if (!r.is_ok()) {
-      ADD_FAILURE() << r.error().to_string();
-      return std::unique_ptr<model::mamba_model>();
-    }
-    return std::make_unique<model::mamba_model>(std::move(r).value());
-  }();
-  return m.get();
+  return fixture_harness::load_model<model::mamba_model>("mamba.gguf");
 }
 
 template <class Isa>
@@ -52,13 +40,6 @@ result<std::vector<float>> replay(const model::mamba_model& m, const mnemo_examp
   return out;
 }
 
-std::size_t argmax(const float* row, std::size_t n) {
-  std::size_t best = 0;
-  for (std::size_t i = 1; i < n; ++i)
-    if (row[i] > row[best]) best = i;
-  return best;
-}
-
 using param = std::tuple<std::string, bool>;  // scenario, scalar ISA
 
 class MambaFixtures : public ::testing::TestWithParam<param> {};
@@ -70,35 +51,12 @@ TEST_P(MambaFixtures, LogitsMatchLlamaCpp) {
     GTEST_SKIP() << "fixtures not found in " << MNEMO_FIXTURES_DIR;
   const model::mamba_model* m = the_model();
   ASSERT_NE(m, nullptr);
-  auto sc = mnemo_examples::read_scenario(fixture(stem + ".json"));
-  ASSERT_TRUE(sc.is_ok()) << sc.error().to_string();
-  auto ref = mnemo_examples::read_logits(fixture(stem + ".bin"));
-  ASSERT_TRUE(ref.is_ok()) << ref.error().to_string();
-  auto ours = scalar ? replay<simd::scalar>(*m, *sc) : replay<simd::native>(*m, *sc);
+  fixture_harness::fixture_case fc;
+  ASSERT_NO_FATAL_FAILURE(fixture_harness::load_case(stem, fc));
+  auto ours = scalar ? replay<simd::scalar>(*m, fc.sc) : replay<simd::native>(*m, fc.sc);
   ASSERT_TRUE(ours.is_ok()) << ours.error().to_string();
-  const std::size_t nv = m->n_vocab();
-  ASSERT_EQ(ours->size(), sc->n_rows() * nv);
-  ASSERT_EQ(ref->size(), ours->size()) << stem << ".bin has the wrong size";
-
-  float max_logit = 0, worst = 0;
-  std::size_t worst_i = 0;
-  for (std::size_t i = 0; i < ref->size(); ++i) {
-    max_logit = std::max(max_logit, std::fabs((*ref)[i]));
-    const float d = std::fabs((*ours)[i] - (*ref)[i]);
-    if (!(d <= worst)) {
-      worst = std::isnan(d) ? INFINITY : d;
-      worst_i = i;
-    }
-  }
-  const float tol = 1e-4f * max_logit;
-  std::printf("[ measure ] %s %s: max |diff| %.3g (bound %.3g), max |logit| %.3g\n", stem.c_str(),
-              scalar ? "scalar" : "native", worst, tol, max_logit);
-  EXPECT_LE(worst, tol) << stem << ": row " << worst_i / nv << ", column " << worst_i % nv
-                        << ": ours " << (*ours)[worst_i] << ", llama.cpp " << (*ref)[worst_i];
-  for (std::size_t r = 0; r < sc->n_rows(); ++r) {
-    const std::size_t a = argmax(ours->data() + r * nv, nv), e = argmax(ref->data() + r * nv, nv);
-    EXPECT_EQ(a, e) << stem << ": row " << r << " arg-max differs";
-  }
+  fixture_harness::compare_logits(stem + (scalar ? " scalar" : " native"), *ours, fc, m->n_vocab(),
+                                  {1e-4f, true, true});
 }
 
 INSTANTIATE_TEST_SUITE_P(All, MambaFixtures,

@@ -2,23 +2,21 @@
 #pragma once
 
 #include "mnemo/memory/batch_plan.hpp"
+#include "mnemo/memory/bounded.hpp"
+#include "mnemo/memory/bounded_state.hpp"
 #include "mnemo/memory/cells.hpp"
 #include "mnemo/memory/concepts.hpp"
 #include "mnemo/memory/full_cache.hpp"
 #include "mnemo/memory/full_cache_state.hpp"
 #include "mnemo/memory/kv_storage.hpp"
+#include "mnemo/memory/layered.hpp"
+#include "mnemo/memory/layered_state.hpp"
+#include "mnemo/memory/recurrent.hpp"
+#include "mnemo/memory/recurrent_state.hpp"
+#include "mnemo/memory/sliding_window.hpp"
+#include "mnemo/memory/sliding_window_state.hpp"
 #include "mnemo/memory/split_stream.hpp"
 #include "mnemo/memory/split_stream_state.hpp"
 #include "mnemo/memory/state_format.hpp"
 #include "mnemo/memory/transaction.hpp"
 #include "mnemo/memory/types.hpp"
-
-namespace mnemo::memory {
-static_assert(sequence_memory<full_cache<float>>);
-static_assert(sequence_memory<full_cache<dtype::f16, dtype::block_q8_0>>);
-}  // namespace mnemo::memory
-
-namespace mnemo::memory {
-static_assert(sequence_memory<split_stream<float>>);
-static_assert(kv_memory<split_stream<dtype::f16, dtype::block_q8_0>>);
-}  // namespace mnemo::memory

@@ -19,7 +19,6 @@
 #pragma once
 
 #include <cmath>
-#include <cstring>
 #include <optional>
 #include <string>
 #include <vector>
@@ -36,6 +35,8 @@
 #include "mnemo/model/gguf.hpp"
 #include "mnemo/model/layers.hpp"
 #include "mnemo/model/matmul.hpp"
+#include "mnemo/model/output_head.hpp"
+#include "mnemo/model/tensor_binder.hpp"
 #include "mnemo/model/weight.hpp"
 
 namespace mnemo::model {
@@ -91,10 +92,7 @@ class gemma3_model {
     return m;
   }
   static result<gemma3_model> open(const std::string& path) {
-    MNEMO_ASSIGN_OR_RETURN(gguf_file f, gguf_file::open(path));
-    auto m = load(std::move(f));
-    if (!m.is_ok()) return status(m.error()).with_context(path);
-    return m;
+    return open_model<gemma3_model>(path);
   }
 
   gemma3_model(gemma3_model&&) noexcept = default;
@@ -179,24 +177,18 @@ class gemma3_model {
     const std::size_t n = n_ubatch, E = hp_.n_embd;
     const std::size_t qd = std::size_t{hp_.n_head} * hp_.d_k,
                       ad = std::size_t{hp_.n_head} * hp_.d_v;
-    auto make = [&](aligned_buffer<float>& b, std::size_t count) -> status {
-      auto r = aligned_buffer<float>::make(count);
-      if (!r.is_ok()) return r.error();
-      b = std::move(r).value();
-      return {};
-    };
-    MNEMO_RETURN_IF_ERROR(make(ws.x_, n * E));
-    MNEMO_RETURN_IF_ERROR(make(ws.h_, n * E));
-    MNEMO_RETURN_IF_ERROR(make(ws.tmp_, n * E));
-    MNEMO_RETURN_IF_ERROR(make(ws.q_, n * qd));
-    MNEMO_RETURN_IF_ERROR(make(ws.attn_, n * ad));
-    MNEMO_RETURN_IF_ERROR(make(ws.k_, n * hp_.n_head_kv * hp_.d_k));
-    MNEMO_RETURN_IF_ERROR(make(ws.v_, n * hp_.n_head_kv * hp_.d_v));
-    MNEMO_RETURN_IF_ERROR(make(ws.gate_, n * hp_.n_ff));
-    MNEMO_RETURN_IF_ERROR(make(ws.up_, n * hp_.n_ff));
-    MNEMO_RETURN_IF_ERROR(make(ws.rope_loc_, n * hp_.n_rot));
-    MNEMO_RETURN_IF_ERROR(make(ws.rope_glb_, n * hp_.n_rot));
-    MNEMO_RETURN_IF_ERROR(make(ws.logits_, n * hp_.n_vocab));
+    MNEMO_RETURN_IF_ERROR(allocate_buffers({{&ws.x_, n * E},
+                                            {&ws.h_, n * E},
+                                            {&ws.tmp_, n * E},
+                                            {&ws.q_, n * qd},
+                                            {&ws.attn_, n * ad},
+                                            {&ws.k_, n * hp_.n_head_kv * hp_.d_k},
+                                            {&ws.v_, n * hp_.n_head_kv * hp_.d_v},
+                                            {&ws.gate_, n * hp_.n_ff},
+                                            {&ws.up_, n * hp_.n_ff},
+                                            {&ws.rope_loc_, n * hp_.n_rot},
+                                            {&ws.rope_glb_, n * hp_.n_rot},
+                                            {&ws.logits_, n * hp_.n_vocab}}));
     return ws;
   }
 
@@ -225,7 +217,9 @@ class gemma3_model {
     float *x = ws.x_.data(), *h = ws.h_.data(), *tmp = ws.tmp_.data();
     float *q = ws.q_.data(), *k = ws.k_.data(), *v = ws.v_.data(), *att = ws.attn_.data();
 
-    MNEMO_RETURN_IF_ERROR(embed<Isa>(ub, x));
+    // ggml_scale by the float sqrtf(n_embd), on token inputs only (MODELS.md §4).
+    MNEMO_RETURN_IF_ERROR(embed_tokens<Isa>(ub, head_.token_embd, E, hp_.n_vocab, x, "gemma3",
+                                            std::sqrt(static_cast<float>(E))));
     fill_rope(ub, hp_.rope_base_swa, 1.0f, ws.rope_loc_.data());
     fill_rope(ub, hp_.rope_base, hp_.rope_scale, ws.rope_glb_.data());
 
@@ -288,11 +282,8 @@ class gemma3_model {
 
     // Output: only the rows that asked for logits go through the (tied) vocabulary
     // product; then the final soft-cap.
-    std::size_t n_out = 0;
-    for (std::size_t t = 0; t < n; ++t)
-      if (ub.output[t])
-        rms_norm<Isa>(x + t * E, output_norm_.data(), h + n_out++ * E, E, hp_.rms_eps);
-    mul_mat<Isa>(output_, h, E, n_out, ws.logits_.data(), hp_.n_vocab, n_threads, ws.mm_ws_);
+    const std::size_t n_out = head_.apply<Isa>(ub, x, h, E, hp_.rms_eps, ws.logits_.data(),
+                                               hp_.n_vocab, n_threads, ws.mm_ws_);
     for (std::size_t r = 0; r < n_out; ++r)
       softcap(ws.logits_.data() + r * hp_.n_vocab, hp_.n_vocab, hp_.final_softcap);
     ws.n_outputs_ = static_cast<std::uint32_t>(n_out);
@@ -340,32 +331,6 @@ class gemma3_model {
     return {};
   }
 
-  template <simd::isa_tag Isa>
-  status embed(const ubatch& ub, float* x) const {
-    const std::size_t E = hp_.n_embd;
-    // ggml_scale by the float sqrtf(n_embd), on token inputs only (MODELS.md §4).
-    const float scale = std::sqrt(static_cast<float>(E));
-    for (std::uint32_t t = 0; t < ub.n_tokens(); ++t) {
-      if (ub.source->has_embeddings()) {
-        const auto row = ub.embd(t);
-        if (row.size() != E)
-          return make_status(status_code::invalid_argument,
-                             "gemma3: embedding row of %zu values, the model has n_embd %zu",
-                             row.size(), E);
-        std::memcpy(x + t * E, row.data(), E * sizeof(float));
-        continue;
-      }
-      const token_id id = ub.token(t);
-      if (id < 0 || static_cast<std::uint32_t>(id) >= hp_.n_vocab)
-        return make_status(status_code::out_of_range, "gemma3: token %d is outside [0, %u)", id,
-                           hp_.n_vocab);
-      float* row = x + t * E;
-      get_row<Isa>(token_embd_, static_cast<std::size_t>(id), row);
-      for (std::size_t i = 0; i < E; ++i) row[i] *= scale;
-    }
-    return {};
-  }
-
   /// Per token, (cos, sin) of every rotated pair, as ggml_rope_cache_init: the angle
   /// p * freq_scale * base^(-2i/n_rot) as a float running product (MODELS.md §2).
   void fill_rope(const ubatch& ub, float base, float freq_scale, float* cs) const {
@@ -392,64 +357,44 @@ class gemma3_model {
     }
   }
 
-  result<weight> matrix(const std::string& name, std::size_t n_in, std::size_t n_out) const {
-    MNEMO_ASSIGN_OR_RETURN(const gguf_tensor* t, file_->require_tensor(name));
-    auto w = weight_from_gguf(*t, n_in, n_out);
-    if (!w.is_ok()) return status(w.error()).with_context("gemma3");
-    return std::move(w).value();
-  }
-
-  result<std::vector<float>> norm(const std::string& name, std::size_t n) const {
-    MNEMO_ASSIGN_OR_RETURN(weight w, matrix(name, n, 1));
-    std::vector<float> out(n);
-    get_row<simd::scalar>(w, 0, out.data());
-    return out;
-  }
-
   status bind_tensors() {
     const std::size_t E = hp_.n_embd, V = hp_.n_vocab, F = hp_.n_ff, dk = hp_.d_k;
     const std::size_t qd = std::size_t{hp_.n_head} * hp_.d_k,
                       ad = std::size_t{hp_.n_head} * hp_.d_v;
     const std::size_t kd = std::size_t{hp_.n_head_kv} * hp_.d_k;
     const std::size_t vd = std::size_t{hp_.n_head_kv} * hp_.d_v;
-    MNEMO_ASSIGN_OR_RETURN(token_embd_, matrix("token_embd.weight", E, V));
-    MNEMO_ASSIGN_OR_RETURN(output_norm_, norm("output_norm.weight", E));
-    if (file_->find_tensor("output.weight") == nullptr) {
-      output_ = token_embd_;  // tied (TENSOR_DUPLICATED in llama.cpp)
-    } else {
-      MNEMO_ASSIGN_OR_RETURN(output_, matrix("output.weight", E, V));
-    }
+    const tensor_binder bind(*file_, "gemma3");
+    MNEMO_RETURN_IF_ERROR(head_.bind(bind, E, V));
     layers_.resize(hp_.n_layer);
     for (std::uint32_t l = 0; l < hp_.n_layer; ++l) {
       const std::string b = "blk." + std::to_string(l) + ".";
       for (const char* extra :
            {"attn_q.bias", "attn_k.bias", "attn_v.bias", "attn_output.bias", "ffn_gate_inp.weight"})
-        if (file_->find_tensor(b + extra) != nullptr)
+        if (bind.has(b + extra))
           return make_status(status_code::unsupported,
                              "gemma3: tensor '%s%s' (biases or experts) is not supported",
                              b.c_str(), extra);
       gemma3_layer& L = layers_[l];
-      MNEMO_ASSIGN_OR_RETURN(L.attn_norm, norm(b + "attn_norm.weight", E));
-      MNEMO_ASSIGN_OR_RETURN(L.post_attn_norm, norm(b + "post_attention_norm.weight", E));
-      MNEMO_ASSIGN_OR_RETURN(L.ffn_norm, norm(b + "ffn_norm.weight", E));
-      MNEMO_ASSIGN_OR_RETURN(L.post_ffw_norm, norm(b + "post_ffw_norm.weight", E));
-      MNEMO_ASSIGN_OR_RETURN(L.q_norm, norm(b + "attn_q_norm.weight", dk));
-      MNEMO_ASSIGN_OR_RETURN(L.k_norm, norm(b + "attn_k_norm.weight", dk));
-      MNEMO_ASSIGN_OR_RETURN(L.wq, matrix(b + "attn_q.weight", E, qd));
-      MNEMO_ASSIGN_OR_RETURN(L.wk, matrix(b + "attn_k.weight", E, kd));
-      MNEMO_ASSIGN_OR_RETURN(L.wv, matrix(b + "attn_v.weight", E, vd));
-      MNEMO_ASSIGN_OR_RETURN(L.wo, matrix(b + "attn_output.weight", ad, E));
-      MNEMO_ASSIGN_OR_RETURN(L.gate, matrix(b + "ffn_gate.weight", E, F));
-      MNEMO_ASSIGN_OR_RETURN(L.up, matrix(b + "ffn_up.weight", E, F));
-      MNEMO_ASSIGN_OR_RETURN(L.down, matrix(b + "ffn_down.weight", F, E));
+      MNEMO_ASSIGN_OR_RETURN(L.attn_norm, bind.norm(b + "attn_norm.weight", E));
+      MNEMO_ASSIGN_OR_RETURN(L.post_attn_norm, bind.norm(b + "post_attention_norm.weight", E));
+      MNEMO_ASSIGN_OR_RETURN(L.ffn_norm, bind.norm(b + "ffn_norm.weight", E));
+      MNEMO_ASSIGN_OR_RETURN(L.post_ffw_norm, bind.norm(b + "post_ffw_norm.weight", E));
+      MNEMO_ASSIGN_OR_RETURN(L.q_norm, bind.norm(b + "attn_q_norm.weight", dk));
+      MNEMO_ASSIGN_OR_RETURN(L.k_norm, bind.norm(b + "attn_k_norm.weight", dk));
+      MNEMO_ASSIGN_OR_RETURN(L.wq, bind.matrix(b + "attn_q.weight", E, qd));
+      MNEMO_ASSIGN_OR_RETURN(L.wk, bind.matrix(b + "attn_k.weight", E, kd));
+      MNEMO_ASSIGN_OR_RETURN(L.wv, bind.matrix(b + "attn_v.weight", E, vd));
+      MNEMO_ASSIGN_OR_RETURN(L.wo, bind.matrix(b + "attn_output.weight", ad, E));
+      MNEMO_ASSIGN_OR_RETURN(L.gate, bind.matrix(b + "ffn_gate.weight", E, F));
+      MNEMO_ASSIGN_OR_RETURN(L.up, bind.matrix(b + "ffn_up.weight", E, F));
+      MNEMO_ASSIGN_OR_RETURN(L.down, bind.matrix(b + "ffn_down.weight", F, E));
     }
     return {};
   }
 
   std::optional<gguf_file> file_;  // optional only because gguf_file has no empty state
   gemma3_hparams hp_;
-  weight token_embd_, output_;
-  std::vector<float> output_norm_;
+  output_head head_;
   std::vector<gemma3_layer> layers_;
 };
 

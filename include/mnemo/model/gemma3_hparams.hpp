@@ -22,6 +22,7 @@
 #include "mnemo/attention/rope.hpp"
 #include "mnemo/base/result.hpp"
 #include "mnemo/model/gguf.hpp"
+#include "mnemo/model/hparams_common.hpp"
 
 namespace mnemo::model {
 
@@ -80,61 +81,9 @@ struct gemma3_hparams {
 
 namespace detail {
 
-class gemma3_keys {
- public:
-  explicit gemma3_keys(const gguf_file& f) : f_(f) {}
-
-  const gguf_kv* find(std::string_view suffix) const { return f_.find(key(suffix)); }
-
-  result<std::uint32_t> u32(std::string_view suffix, std::uint32_t fallback,
-                            bool required = false) const {
-    const gguf_kv* kv = find(suffix);
-    if (kv == nullptr) return missing<std::uint32_t>(suffix, fallback, required);
-    auto v = kv->get<std::uint32_t>();
-    if (!v.is_ok()) return status(v.error()).with_context("gemma3");
-    return *v;
-  }
-  result<float> f32(std::string_view suffix, float fallback, bool required = false) const {
-    const gguf_kv* kv = find(suffix);
-    if (kv == nullptr) return missing<float>(suffix, fallback, required);
-    auto v = kv->get<float>();
-    if (!v.is_ok()) return status(v.error()).with_context("gemma3");
-    return *v;
-  }
-  /// A per-layer count as a scalar or an array of n_layer equal values.
-  result<std::uint32_t> uniform_u32(std::string_view suffix, std::uint32_t fallback,
-                                    std::uint32_t n_layer) const {
-    const gguf_kv* kv = find(suffix);
-    if (kv == nullptr || !kv->is_array()) return u32(suffix, fallback);
-    auto a = kv->get_array_as<std::uint32_t>();
-    if (!a.is_ok()) return status(a.error()).with_context("gemma3");
-    if (a->size() != n_layer)
-      return make_status(status_code::invalid_argument, "gemma3: '%s' has %zu values for %u layers",
-                         key(suffix).c_str(), a->size(), n_layer);
-    for (std::uint32_t v : *a)
-      if (v != a->front())
-        return make_status(status_code::unsupported,
-                           "gemma3: '%s' differs between layers (%u, %u); only uniform layers "
-                           "are supported",
-                           key(suffix).c_str(), a->front(), v);
-    return a->empty() ? fallback : a->front();
-  }
-  static std::string key(std::string_view suffix) { return "gemma3." + std::string(suffix); }
-
- private:
-  template <class T>
-  static result<T> missing(std::string_view suffix, T fallback, bool required) {
-    if (required)
-      return make_status(status_code::not_found, "gemma3: no metadata key '%s'",
-                         key(suffix).c_str());
-    return fallback;
-  }
-  const gguf_file& f_;
-};
-
 /// is_swa from `attention.sliding_window_pattern`: a period P (local iff l % P < P - 1,
 /// llama_hparams::set_swa_pattern) or one flag per layer (true / non-zero: local).
-inline status read_swa_pattern(const gemma3_keys& k, gemma3_hparams& h) {
+inline status read_swa_pattern(const arch_keys::reader& k, gemma3_hparams& h) {
   h.is_swa.assign(h.n_layer, 0);
   if (h.n_swa == 0) return {};  // no window: every layer is global
   const gguf_kv* kv = k.find("attention.sliding_window_pattern");
@@ -163,20 +112,10 @@ inline status read_swa_pattern(const gemma3_keys& k, gemma3_hparams& h) {
 /// Reads and checks the hyper-parameters. n_vocab comes from token_embd, checked
 /// against gemma3.vocab_size when that key is set.
 inline result<gemma3_hparams> read_gemma3_hparams(const gguf_file& f) {
-  MNEMO_ASSIGN_OR_RETURN(std::string_view arch, f.get_string("general.architecture"));
-  if (arch != "gemma3")
-    return make_status(status_code::unsupported,
-                       "gemma3: general.architecture is '%.*s', expected 'gemma3'",
-                       static_cast<int>(arch.size()), arch.data());
-  const detail::gemma3_keys k(f);
+  const detail::arch_keys::reader k(f, "gemma3");
+  MNEMO_RETURN_IF_ERROR(k.check_arch());
   gemma3_hparams h;
-  MNEMO_ASSIGN_OR_RETURN(h.n_ctx_train, k.u32("context_length", 0, true));
-  MNEMO_ASSIGN_OR_RETURN(h.n_embd, k.u32("embedding_length", 0, true));
-  MNEMO_ASSIGN_OR_RETURN(h.n_layer, k.u32("block_count", 0, true));
-  if (h.n_embd == 0 || h.n_layer == 0)
-    return make_status(status_code::invalid_argument,
-                       "gemma3: embedding_length (%u) and block_count (%u) must be > 0", h.n_embd,
-                       h.n_layer);
+  MNEMO_RETURN_IF_ERROR(k.trunk(h));
   MNEMO_ASSIGN_OR_RETURN(h.n_ff, k.uniform_u32("feed_forward_length", 0, h.n_layer));
   MNEMO_ASSIGN_OR_RETURN(h.n_head, k.uniform_u32("attention.head_count", 0, h.n_layer));
   MNEMO_ASSIGN_OR_RETURN(h.n_head_kv,

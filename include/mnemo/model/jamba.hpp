@@ -32,6 +32,8 @@
 #include "mnemo/model/layers.hpp"
 #include "mnemo/model/mamba_mixer.hpp"
 #include "mnemo/model/matmul.hpp"
+#include "mnemo/model/output_head.hpp"
+#include "mnemo/model/tensor_binder.hpp"
 #include "mnemo/model/weight.hpp"
 
 namespace mnemo::model {
@@ -75,12 +77,7 @@ class jamba_model {
     MNEMO_RETURN_IF_ERROR(m.bind_tensors().with_context("jamba"));
     return m;
   }
-  static result<jamba_model> open(const std::string& path) {
-    MNEMO_ASSIGN_OR_RETURN(gguf_file f, gguf_file::open(path));
-    auto m = load(std::move(f));
-    if (!m.is_ok()) return status(m.error()).with_context(path);
-    return m;
-  }
+  static result<jamba_model> open(const std::string& path) { return open_model<jamba_model>(path); }
 
   jamba_model(jamba_model&&) noexcept = default;
   jamba_model& operator=(jamba_model&&) noexcept = default;
@@ -138,16 +135,16 @@ class jamba_model {
     const std::size_t n = n_ubatch, E = hp_.n_embd;
     const std::size_t qd = std::size_t{hp_.n_head} * hp_.d_k,
                       ad = std::size_t{hp_.n_head} * hp_.d_v;
-    MNEMO_ASSIGN_OR_RETURN(ws.x_, aligned_buffer<float>::make(n * E));
-    MNEMO_ASSIGN_OR_RETURN(ws.h_, aligned_buffer<float>::make(n * E));
-    MNEMO_ASSIGN_OR_RETURN(ws.tmp_, aligned_buffer<float>::make(n * E));
-    MNEMO_ASSIGN_OR_RETURN(ws.q_, aligned_buffer<float>::make(n * qd));
-    MNEMO_ASSIGN_OR_RETURN(ws.attn_, aligned_buffer<float>::make(n * ad));
-    MNEMO_ASSIGN_OR_RETURN(ws.k_, aligned_buffer<float>::make(n * hp_.n_head_kv * hp_.d_k));
-    MNEMO_ASSIGN_OR_RETURN(ws.v_, aligned_buffer<float>::make(n * hp_.n_head_kv * hp_.d_v));
-    MNEMO_ASSIGN_OR_RETURN(ws.gate_, aligned_buffer<float>::make(n * hp_.n_ff));
-    MNEMO_ASSIGN_OR_RETURN(ws.up_, aligned_buffer<float>::make(n * hp_.n_ff));
-    MNEMO_ASSIGN_OR_RETURN(ws.logits_, aligned_buffer<float>::make(n * hp_.n_vocab));
+    MNEMO_RETURN_IF_ERROR(allocate_buffers({{&ws.x_, n * E},
+                                            {&ws.h_, n * E},
+                                            {&ws.tmp_, n * E},
+                                            {&ws.q_, n * qd},
+                                            {&ws.attn_, n * ad},
+                                            {&ws.k_, n * hp_.n_head_kv * hp_.d_k},
+                                            {&ws.v_, n * hp_.n_head_kv * hp_.d_v},
+                                            {&ws.gate_, n * hp_.n_ff},
+                                            {&ws.up_, n * hp_.n_ff},
+                                            {&ws.logits_, n * hp_.n_vocab}}));
     MNEMO_ASSIGN_OR_RETURN(ws.mixer_, mamba_mixer_buffers::make(hp_.ssm, n_ubatch));
     return ws;
   }
@@ -174,7 +171,7 @@ class jamba_model {
                          ws.n_ubatch_);
     float *x = ws.x_.data(), *h = ws.h_.data(), *tmp = ws.tmp_.data();
     float *q = ws.q_.data(), *k = ws.k_.data(), *v = ws.v_.data(), *att = ws.attn_.data();
-    MNEMO_RETURN_IF_ERROR(detail::embed_rows<Isa>(ub, token_embd_, E, hp_.n_vocab, x, "jamba"));
+    MNEMO_RETURN_IF_ERROR(embed_tokens<Isa>(ub, head_.token_embd, E, hp_.n_vocab, x, "jamba"));
 
     const attention::shape sh{hp_.n_head, hp_.n_head_kv, hp_.d_k, hp_.d_v};
     const attention::params ap = hp_.attention_params();
@@ -214,11 +211,8 @@ class jamba_model {
       for (std::size_t t = 0; t < n; ++t) add_to<Isa>(x + t * E, tmp + t * E, E);
     }
 
-    std::size_t n_out = 0;
-    for (std::size_t t = 0; t < n; ++t)
-      if (ub.output[t])
-        rms_norm<Isa>(x + t * E, output_norm_.data(), h + n_out++ * E, E, hp_.rms_eps);
-    mul_mat<Isa>(output_, h, E, n_out, ws.logits_.data(), hp_.n_vocab, n_threads, ws.mm_ws_);
+    const std::size_t n_out = head_.apply<Isa>(ub, x, h, E, hp_.rms_eps, ws.logits_.data(),
+                                               hp_.n_vocab, n_threads, ws.mm_ws_);
     ws.n_outputs_ = static_cast<std::uint32_t>(n_out);
     return {};
   }
@@ -233,13 +227,8 @@ class jamba_model {
                       ad = std::size_t{hp_.n_head} * hp_.d_v;
     const std::size_t kd = std::size_t{hp_.n_head_kv} * hp_.d_k;
     const std::size_t vd = std::size_t{hp_.n_head_kv} * hp_.d_v;
-    MNEMO_ASSIGN_OR_RETURN(token_embd_, detail::tensor_matrix(f, "token_embd.weight", E, V));
-    MNEMO_ASSIGN_OR_RETURN(output_norm_, detail::tensor_f32(f, "output_norm.weight", E, 1));
-    if (f.find_tensor("output.weight") == nullptr) {
-      output_ = token_embd_;
-    } else {
-      MNEMO_ASSIGN_OR_RETURN(output_, detail::tensor_matrix(f, "output.weight", E, V));
-    }
+    const tensor_binder bind(f);  // load() puts "jamba" on every binding error
+    MNEMO_RETURN_IF_ERROR(head_.bind(bind, E, V));
     layers_.resize(hp_.n_layer);
     for (std::uint32_t l = 0; l < hp_.n_layer; ++l) {
       const std::string b = "blk." + std::to_string(l) + ".";
@@ -248,39 +237,38 @@ class jamba_model {
       // and the other kind of mixer's tensors on a layer.
       for (const char* extra :
            {"ffn_gate_inp.weight", "attn_q.bias", "attn_k.bias", "attn_v.bias", "attn_output.bias"})
-        if (f.find_tensor(b + extra) != nullptr)
+        if (bind.has(b + extra))
           return make_status(status_code::unsupported,
                              "tensor '%s%s' (experts or attention biases) is not supported",
                              b.c_str(), extra);
       const char* wrong = rec ? "attn_q.weight" : "ssm_in.weight";
-      if (f.find_tensor(b + wrong) != nullptr)
+      if (bind.has(b + wrong))
         return make_status(status_code::invalid_argument,
                            "layer %u is %s (head_count_kv %s 0) but has tensor '%s%s'", l,
                            rec ? "Mamba" : "attention", rec ? "==" : "!=", b.c_str(), wrong);
       jamba_layer& L = layers_[l];
-      MNEMO_ASSIGN_OR_RETURN(L.attn_norm, detail::tensor_f32(f, b + "attn_norm.weight", E, 1));
-      MNEMO_ASSIGN_OR_RETURN(L.ffn_norm, detail::tensor_f32(f, b + "ffn_norm.weight", E, 1));
+      MNEMO_ASSIGN_OR_RETURN(L.attn_norm, bind.norm(b + "attn_norm.weight", E));
+      MNEMO_ASSIGN_OR_RETURN(L.ffn_norm, bind.norm(b + "ffn_norm.weight", E));
       if (rec) {
         MNEMO_ASSIGN_OR_RETURN(auto mx,
                                bind_mamba_mixer(f, b, hp_.ssm, hp_.n_embd, mixer_norms::required));
         L.mixer.emplace(std::move(mx));
       } else {
-        MNEMO_ASSIGN_OR_RETURN(L.wq, detail::tensor_matrix(f, b + "attn_q.weight", E, qd));
-        MNEMO_ASSIGN_OR_RETURN(L.wk, detail::tensor_matrix(f, b + "attn_k.weight", E, kd));
-        MNEMO_ASSIGN_OR_RETURN(L.wv, detail::tensor_matrix(f, b + "attn_v.weight", E, vd));
-        MNEMO_ASSIGN_OR_RETURN(L.wo, detail::tensor_matrix(f, b + "attn_output.weight", ad, E));
+        MNEMO_ASSIGN_OR_RETURN(L.wq, bind.matrix(b + "attn_q.weight", E, qd));
+        MNEMO_ASSIGN_OR_RETURN(L.wk, bind.matrix(b + "attn_k.weight", E, kd));
+        MNEMO_ASSIGN_OR_RETURN(L.wv, bind.matrix(b + "attn_v.weight", E, vd));
+        MNEMO_ASSIGN_OR_RETURN(L.wo, bind.matrix(b + "attn_output.weight", ad, E));
       }
-      MNEMO_ASSIGN_OR_RETURN(L.gate, detail::tensor_matrix(f, b + "ffn_gate.weight", E, F));
-      MNEMO_ASSIGN_OR_RETURN(L.up, detail::tensor_matrix(f, b + "ffn_up.weight", E, F));
-      MNEMO_ASSIGN_OR_RETURN(L.down, detail::tensor_matrix(f, b + "ffn_down.weight", F, E));
+      MNEMO_ASSIGN_OR_RETURN(L.gate, bind.matrix(b + "ffn_gate.weight", E, F));
+      MNEMO_ASSIGN_OR_RETURN(L.up, bind.matrix(b + "ffn_up.weight", E, F));
+      MNEMO_ASSIGN_OR_RETURN(L.down, bind.matrix(b + "ffn_down.weight", F, E));
     }
     return {};
   }
 
   std::optional<gguf_file> file_;
   jamba_hparams hp_;
-  weight token_embd_, output_;
-  std::vector<float> output_norm_;
+  output_head head_;
   std::vector<jamba_layer> layers_;
 };
 

@@ -48,13 +48,7 @@ inline result<jamba_hparams> read_jamba_hparams(const gguf_file& f) {
   const detail::arch_keys::reader r(f, "jamba");
   MNEMO_RETURN_IF_ERROR(r.check_arch());
   jamba_hparams h;
-  MNEMO_ASSIGN_OR_RETURN(h.n_ctx_train, r.u32("context_length", 0, true));
-  MNEMO_ASSIGN_OR_RETURN(h.n_embd, r.u32("embedding_length", 0, true));
-  MNEMO_ASSIGN_OR_RETURN(h.n_layer, r.u32("block_count", 0, true));
-  if (h.n_embd == 0 || h.n_layer == 0)
-    return make_status(status_code::invalid_argument,
-                       "jamba: embedding_length (%u) and block_count (%u) must be > 0", h.n_embd,
-                       h.n_layer);
+  MNEMO_RETURN_IF_ERROR(r.trunk(h));
   MNEMO_ASSIGN_OR_RETURN(h.rms_eps, r.f32("attention.layer_norm_rms_epsilon", 0, true));
   MNEMO_ASSIGN_OR_RETURN(std::uint32_t n_expert, r.u32("expert_count", 0));
   if (n_expert > 0)

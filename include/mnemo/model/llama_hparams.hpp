@@ -14,6 +14,7 @@
 #include "mnemo/attention/rope.hpp"
 #include "mnemo/base/result.hpp"
 #include "mnemo/model/gguf.hpp"
+#include "mnemo/model/hparams_common.hpp"
 
 namespace mnemo::model {
 
@@ -49,117 +50,48 @@ struct llama_hparams {
   }
 };
 
-namespace detail {
-
-inline std::string llama_key(std::string_view suffix) { return "llama." + std::string(suffix); }
-
-/// A u32 key, or `fallback` when absent (`required`: not_found instead).
-inline result<std::uint32_t> read_u32(const gguf_file& f, std::string_view suffix,
-                                      std::uint32_t fallback, bool required = false) {
-  const std::string key = llama_key(suffix);
-  const gguf_kv* kv = f.find(key);
-  if (kv == nullptr) {
-    if (required)
-      return make_status(status_code::not_found, "llama: no metadata key '%s'", key.c_str());
-    return fallback;
-  }
-  auto v = kv->get<std::uint32_t>();
-  if (!v.is_ok()) return status(v.error()).with_context("llama");
-  return *v;
-}
-
-/// A per-layer count given as a scalar or an array of n_layer values (llama.cpp
-/// accepts both). mnemo's llama has uniform layers: differing values are refused.
-inline result<std::uint32_t> read_uniform_u32(const gguf_file& f, std::string_view suffix,
-                                              std::uint32_t fallback, std::uint32_t n_layer) {
-  const std::string key = llama_key(suffix);
-  const gguf_kv* kv = f.find(key);
-  if (kv == nullptr) return fallback;
-  if (!kv->is_array()) return read_u32(f, suffix, fallback);
-  auto a = kv->get_array_as<std::uint32_t>();
-  if (!a.is_ok()) return status(a.error()).with_context("llama");
-  if (a->size() != n_layer)
-    return make_status(status_code::invalid_argument, "llama: '%s' has %zu values for %u layers",
-                       key.c_str(), a->size(), n_layer);
-  for (std::uint32_t v : *a)
-    if (v != a->front())
-      return make_status(status_code::unsupported,
-                         "llama: '%s' differs between layers (%u, %u); only uniform layers are "
-                         "supported",
-                         key.c_str(), a->front(), v);
-  return a->empty() ? fallback : a->front();
-}
-
-inline result<float> read_f32(const gguf_file& f, std::string_view suffix, float fallback,
-                              bool required = false) {
-  const std::string key = llama_key(suffix);
-  const gguf_kv* kv = f.find(key);
-  if (kv == nullptr) {
-    if (required)
-      return make_status(status_code::not_found, "llama: no metadata key '%s'", key.c_str());
-    return fallback;
-  }
-  auto v = kv->get<float>();
-  if (!v.is_ok()) return status(v.error()).with_context("llama");
-  return *v;
-}
-
-}  // namespace detail
-
 /// Reads and checks the hyper-parameters. n_vocab comes from token_embd (the tensor
 /// every llama file has), checked against llama.vocab_size when that key is set.
 inline result<llama_hparams> read_llama_hparams(const gguf_file& f) {
-  using detail::read_f32;
-  using detail::read_u32;
-  MNEMO_ASSIGN_OR_RETURN(std::string_view arch, f.get_string("general.architecture"));
-  if (arch != "llama")
-    return make_status(status_code::unsupported,
-                       "llama: general.architecture is '%.*s', expected 'llama'",
-                       static_cast<int>(arch.size()), arch.data());
+  const detail::arch_keys::reader r(f, "llama");
+  MNEMO_RETURN_IF_ERROR(r.check_arch());
   llama_hparams h;
-  MNEMO_ASSIGN_OR_RETURN(h.n_ctx_train, read_u32(f, "context_length", 0, true));
-  MNEMO_ASSIGN_OR_RETURN(h.n_embd, read_u32(f, "embedding_length", 0, true));
-  MNEMO_ASSIGN_OR_RETURN(h.n_layer, read_u32(f, "block_count", 0, true));
-  if (h.n_embd == 0 || h.n_layer == 0)
-    return make_status(status_code::invalid_argument,
-                       "llama: embedding_length (%u) and block_count (%u) must be > 0", h.n_embd,
-                       h.n_layer);
-  MNEMO_ASSIGN_OR_RETURN(h.n_ff, detail::read_uniform_u32(f, "feed_forward_length", 0, h.n_layer));
-  MNEMO_ASSIGN_OR_RETURN(h.n_head,
-                         detail::read_uniform_u32(f, "attention.head_count", 0, h.n_layer));
-  MNEMO_ASSIGN_OR_RETURN(
-      h.n_head_kv, detail::read_uniform_u32(f, "attention.head_count_kv", h.n_head, h.n_layer));
+  MNEMO_RETURN_IF_ERROR(r.trunk(h));
+  MNEMO_ASSIGN_OR_RETURN(h.n_ff, r.uniform_u32("feed_forward_length", 0, h.n_layer));
+  MNEMO_ASSIGN_OR_RETURN(h.n_head, r.uniform_u32("attention.head_count", 0, h.n_layer));
+  MNEMO_ASSIGN_OR_RETURN(h.n_head_kv,
+                         r.uniform_u32("attention.head_count_kv", h.n_head, h.n_layer));
   if (h.n_ff == 0 || h.n_head == 0 || h.n_head_kv == 0 || h.n_head % h.n_head_kv != 0)
     return make_status(status_code::invalid_argument,
                        "llama: feed_forward_length (%u) and head_count (%u) must be > 0 and "
                        "head_count a multiple of head_count_kv (%u)",
                        h.n_ff, h.n_head, h.n_head_kv);
   const std::uint32_t d_default = h.n_embd % h.n_head == 0 ? h.n_embd / h.n_head : 0;
-  MNEMO_ASSIGN_OR_RETURN(h.d_k, read_u32(f, "attention.key_length", d_default));
-  MNEMO_ASSIGN_OR_RETURN(h.d_v, read_u32(f, "attention.value_length", d_default));
+  MNEMO_ASSIGN_OR_RETURN(h.d_k, r.u32("attention.key_length", d_default));
+  MNEMO_ASSIGN_OR_RETURN(h.d_v, r.u32("attention.value_length", d_default));
   if (h.d_k == 0 || h.d_v == 0)
     return make_status(status_code::invalid_argument,
                        "llama: embedding_length %u is not a multiple of head_count %u and no "
                        "attention.key_length / value_length is set",
                        h.n_embd, h.n_head);
-  MNEMO_ASSIGN_OR_RETURN(h.n_rot, read_u32(f, "rope.dimension_count", h.d_k));
-  MNEMO_ASSIGN_OR_RETURN(h.rope_freq_base, read_f32(f, "rope.freq_base", 10000.0f));
-  MNEMO_ASSIGN_OR_RETURN(h.rms_eps, read_f32(f, "attention.layer_norm_rms_epsilon", 0, true));
-  MNEMO_ASSIGN_OR_RETURN(h.n_swa, read_u32(f, "attention.sliding_window", 0));
+  MNEMO_ASSIGN_OR_RETURN(h.n_rot, r.u32("rope.dimension_count", h.d_k));
+  MNEMO_ASSIGN_OR_RETURN(h.rope_freq_base, r.f32("rope.freq_base", 10000.0f));
+  MNEMO_ASSIGN_OR_RETURN(h.rms_eps, r.f32("attention.layer_norm_rms_epsilon", 0, true));
+  MNEMO_ASSIGN_OR_RETURN(h.n_swa, r.u32("attention.sliding_window", 0));
 
   // Position scaling: none or linear (freq_scale = 1 / factor); YaRN, LongRoPE and
   // Llama-3 frequency factors change the angles and are refused rather than ignored.
   if (const gguf_kv* kv = f.find("llama.rope.scaling.type")) {
     MNEMO_ASSIGN_OR_RETURN(std::string_view type, kv->get<std::string_view>());
     if (type == "linear") {
-      MNEMO_ASSIGN_OR_RETURN(float factor, read_f32(f, "rope.scaling.factor", 1.0f));
+      MNEMO_ASSIGN_OR_RETURN(float factor, r.f32("rope.scaling.factor", 1.0f));
       if (factor > 0.0f) h.rope_freq_scale = 1.0f / factor;
     } else if (type != "none") {
       return make_status(status_code::unsupported, "llama: rope scaling '%.*s' is not supported",
                          static_cast<int>(type.size()), type.data());
     }
   } else {
-    MNEMO_ASSIGN_OR_RETURN(float linear, read_f32(f, "rope.scale_linear", 1.0f));
+    MNEMO_ASSIGN_OR_RETURN(float linear, r.f32("rope.scale_linear", 1.0f));
     if (linear > 0.0f) h.rope_freq_scale = 1.0f / linear;
   }
   if (f.find_tensor("rope_freqs.weight") != nullptr)
@@ -170,7 +102,7 @@ inline result<llama_hparams> read_llama_hparams(const gguf_file& f) {
 
   MNEMO_ASSIGN_OR_RETURN(const gguf_tensor* embd, f.require_tensor("token_embd.weight"));
   h.n_vocab = static_cast<std::uint32_t>(embd->dims[1]);
-  MNEMO_ASSIGN_OR_RETURN(std::uint32_t vocab_key, read_u32(f, "vocab_size", h.n_vocab));
+  MNEMO_ASSIGN_OR_RETURN(std::uint32_t vocab_key, r.u32("vocab_size", h.n_vocab));
   if (vocab_key != h.n_vocab || h.n_vocab == 0)
     return make_status(status_code::invalid_argument,
                        "llama: llama.vocab_size is %u but token_embd.weight has %u rows", vocab_key,

@@ -24,6 +24,8 @@
 #include "mnemo/model/mamba_hparams.hpp"
 #include "mnemo/model/mamba_mixer.hpp"
 #include "mnemo/model/matmul.hpp"
+#include "mnemo/model/output_head.hpp"
+#include "mnemo/model/tensor_binder.hpp"
 #include "mnemo/model/weight.hpp"
 
 namespace mnemo::model {
@@ -57,12 +59,7 @@ class mamba_model {
     MNEMO_RETURN_IF_ERROR(m.bind_tensors().with_context("mamba"));
     return m;
   }
-  static result<mamba_model> open(const std::string& path) {
-    MNEMO_ASSIGN_OR_RETURN(gguf_file f, gguf_file::open(path));
-    auto m = load(std::move(f));
-    if (!m.is_ok()) return status(m.error()).with_context(path);
-    return m;
-  }
+  static result<mamba_model> open(const std::string& path) { return open_model<mamba_model>(path); }
 
   mamba_model(mamba_model&&) noexcept = default;
   mamba_model& operator=(mamba_model&&) noexcept = default;
@@ -71,7 +68,7 @@ class mamba_model {
   std::uint32_t n_vocab() const noexcept { return hp_.n_vocab; }
   std::uint32_t n_embd() const noexcept { return hp_.n_embd; }
   std::uint32_t n_layer() const noexcept { return hp_.n_layer; }
-  bool tied_output() const noexcept { return tied_; }
+  bool tied_output() const noexcept { return head_.tied; }
   const gguf_file& file() const noexcept { return *file_; }
 
   /// A recurrent memory for this model: one slot per sequence id in [0, n_seq_max),
@@ -92,10 +89,8 @@ class mamba_model {
     mamba_workspace ws;
     ws.n_ubatch_ = n_ubatch;
     const std::size_t n = n_ubatch, E = hp_.n_embd;
-    MNEMO_ASSIGN_OR_RETURN(ws.x_, aligned_buffer<float>::make(n * E));
-    MNEMO_ASSIGN_OR_RETURN(ws.h_, aligned_buffer<float>::make(n * E));
-    MNEMO_ASSIGN_OR_RETURN(ws.tmp_, aligned_buffer<float>::make(n * E));
-    MNEMO_ASSIGN_OR_RETURN(ws.logits_, aligned_buffer<float>::make(n * hp_.n_vocab));
+    MNEMO_RETURN_IF_ERROR(allocate_buffers(
+        {{&ws.x_, n * E}, {&ws.h_, n * E}, {&ws.tmp_, n * E}, {&ws.logits_, n * hp_.n_vocab}}));
     MNEMO_ASSIGN_OR_RETURN(ws.mixer_, mamba_mixer_buffers::make(hp_.ssm, n_ubatch));
     return ws;
   }
@@ -115,7 +110,7 @@ class mamba_model {
                          "mamba: micro-batch of %zu tokens exceeds the workspace's n_ubatch %u", n,
                          ws.n_ubatch_);
     float *x = ws.x_.data(), *h = ws.h_.data(), *tmp = ws.tmp_.data();
-    MNEMO_RETURN_IF_ERROR(detail::embed_rows<Isa>(ub, token_embd_, E, hp_.n_vocab, x, "mamba"));
+    MNEMO_RETURN_IF_ERROR(embed_tokens<Isa>(ub, head_.token_embd, E, hp_.n_vocab, x, "mamba"));
     for (std::size_t l = 0; l < hp_.n_layer; ++l) {
       for (std::size_t t = 0; t < n; ++t)
         rms_norm<Isa>(x + t * E, attn_norm_[l].data(), h + t * E, E, hp_.rms_eps);
@@ -123,11 +118,8 @@ class mamba_model {
                                                      h, tmp, ws.mixer_, n_threads, ws.mm_ws_));
       for (std::size_t t = 0; t < n; ++t) add_to<Isa>(x + t * E, tmp + t * E, E);
     }
-    std::size_t n_out = 0;
-    for (std::size_t t = 0; t < n; ++t)
-      if (ub.output[t])
-        rms_norm<Isa>(x + t * E, output_norm_.data(), h + n_out++ * E, E, hp_.rms_eps);
-    mul_mat<Isa>(output_, h, E, n_out, ws.logits_.data(), hp_.n_vocab, n_threads, ws.mm_ws_);
+    const std::size_t n_out = head_.apply<Isa>(ub, x, h, E, hp_.rms_eps, ws.logits_.data(),
+                                               hp_.n_vocab, n_threads, ws.mm_ws_);
     ws.n_outputs_ = static_cast<std::uint32_t>(n_out);
     return {};
   }
@@ -137,24 +129,18 @@ class mamba_model {
 
   status bind_tensors() {
     const gguf_file& f = *file_;
+    const tensor_binder bind(f);  // load() puts "mamba" on every binding error
     const std::size_t E = hp_.n_embd, V = hp_.n_vocab;
-    MNEMO_ASSIGN_OR_RETURN(token_embd_, detail::tensor_matrix(f, "token_embd.weight", E, V));
-    MNEMO_ASSIGN_OR_RETURN(output_norm_, detail::tensor_f32(f, "output_norm.weight", E, 1));
-    tied_ = f.find_tensor("output.weight") == nullptr;
-    if (tied_) {
-      output_ = token_embd_;
-    } else {
-      MNEMO_ASSIGN_OR_RETURN(output_, detail::tensor_matrix(f, "output.weight", E, V));
-    }
+    MNEMO_RETURN_IF_ERROR(head_.bind(bind, E, V));
     for (std::uint32_t l = 0; l < hp_.n_layer; ++l) {
       const std::string b = "blk." + std::to_string(l) + ".";
       for (const char* extra : {"ffn_norm.weight", "ffn_up.weight", "attn_q.weight"})
-        if (f.find_tensor(b + extra) != nullptr)
+        if (bind.has(b + extra))
           return make_status(status_code::unsupported,
                              "tensor '%s%s': a mamba layer has no attention or FFN (is this a "
                              "hybrid such as jamba?)",
                              b.c_str(), extra);
-      MNEMO_ASSIGN_OR_RETURN(auto norm, detail::tensor_f32(f, b + "attn_norm.weight", E, 1));
+      MNEMO_ASSIGN_OR_RETURN(auto norm, bind.norm(b + "attn_norm.weight", E));
       attn_norm_.push_back(std::move(norm));
       MNEMO_ASSIGN_OR_RETURN(auto mx,
                              bind_mamba_mixer(f, b, hp_.ssm, hp_.n_embd, mixer_norms::none));
@@ -165,11 +151,9 @@ class mamba_model {
 
   std::optional<gguf_file> file_;  // optional only because gguf_file has no empty state
   mamba_hparams hp_;
-  weight token_embd_, output_;
-  std::vector<float> output_norm_;
+  output_head head_;
   std::vector<std::vector<float>> attn_norm_;  // [n_layer][n_embd]
   std::vector<mamba_mixer> mixers_;
-  bool tied_ = false;
 };
 
 }  // namespace mnemo::model

@@ -13,6 +13,7 @@
 
 #include "mnemo/base/result.hpp"
 #include "mnemo/model/gguf.hpp"
+#include "mnemo/model/hparams_common.hpp"
 #include "mnemo/ssm/types.hpp"
 
 namespace mnemo::model {
@@ -40,101 +41,6 @@ struct mamba_hparams {
   float rms_eps = 1e-5f;
   ssm_hparams ssm;
 };
-
-namespace detail::arch_keys {
-
-/// Reads `ARCH.SUFFIX` keys of one architecture with llama.cpp's defaults.
-class reader {
- public:
-  reader(const gguf_file& f, std::string_view arch) : f_(&f), arch_(arch) {}
-
-  std::string key(std::string_view suffix) const {
-    return std::string(arch_) + "." + std::string(suffix);
-  }
-
-  /// A u32 key, `fallback` when absent (`required`: not_found instead).
-  result<std::uint32_t> u32(std::string_view suffix, std::uint32_t fallback,
-                            bool required = false) const {
-    const std::string k = key(suffix);
-    const gguf_kv* kv = f_->find(k);
-    if (kv == nullptr) return missing(k, fallback, required);
-    auto v = kv->get<std::uint32_t>();
-    if (!v.is_ok()) return status(v.error()).with_context(std::string(arch_));
-    return *v;
-  }
-  result<float> f32(std::string_view suffix, float fallback, bool required = false) const {
-    const std::string k = key(suffix);
-    const gguf_kv* kv = f_->find(k);
-    if (kv == nullptr) return missing(k, fallback, required);
-    auto v = kv->get<float>();
-    if (!v.is_ok()) return status(v.error()).with_context(std::string(arch_));
-    return *v;
-  }
-  result<bool> boolean(std::string_view suffix, bool fallback) const {
-    const gguf_kv* kv = f_->find(key(suffix));
-    if (kv == nullptr) return fallback;
-    auto v = kv->get<bool>();
-    if (!v.is_ok()) return status(v.error()).with_context(std::string(arch_));
-    return *v;
-  }
-  /// A per-layer count given as a scalar (the same for every layer) or an array of
-  /// n_layer values, as llama.cpp accepts both; `fallback` per layer when absent.
-  result<std::vector<std::uint32_t>> per_layer(std::string_view suffix,
-                                               const std::vector<std::uint32_t>& fallback,
-                                               std::uint32_t n_layer) const {
-    const std::string k = key(suffix);
-    const gguf_kv* kv = f_->find(k);
-    if (kv == nullptr) return fallback;
-    if (!kv->is_array()) {
-      MNEMO_ASSIGN_OR_RETURN(std::uint32_t v, u32(suffix, 0));
-      return std::vector<std::uint32_t>(n_layer, v);
-    }
-    auto a = kv->get_array_as<std::uint32_t>();
-    if (!a.is_ok()) return status(a.error()).with_context(std::string(arch_));
-    if (a->size() != n_layer)
-      return make_status(status_code::invalid_argument, "%.*s: '%s' has %zu values for %u layers",
-                         static_cast<int>(arch_.size()), arch_.data(), k.c_str(), a->size(),
-                         n_layer);
-    return std::move(a).value();
-  }
-
-  /// general.architecture must be `arch`.
-  status check_arch() const {
-    MNEMO_ASSIGN_OR_RETURN(std::string_view a, f_->get_string("general.architecture"));
-    if (a != arch_)
-      return make_status(status_code::unsupported,
-                         "%.*s: general.architecture is '%.*s', expected '%.*s'",
-                         static_cast<int>(arch_.size()), arch_.data(), static_cast<int>(a.size()),
-                         a.data(), static_cast<int>(arch_.size()), arch_.data());
-    return {};
-  }
-
-  /// n_vocab from token_embd.weight's rows, checked against ARCH.vocab_size if set.
-  result<std::uint32_t> vocab() const {
-    MNEMO_ASSIGN_OR_RETURN(const gguf_tensor* embd, f_->require_tensor("token_embd.weight"));
-    const auto n = static_cast<std::uint32_t>(embd->dims[1]);
-    MNEMO_ASSIGN_OR_RETURN(std::uint32_t key_n, u32("vocab_size", n));
-    if (key_n != n || n == 0)
-      return make_status(status_code::invalid_argument,
-                         "%.*s: vocab_size is %u but token_embd.weight has %u rows",
-                         static_cast<int>(arch_.size()), arch_.data(), key_n, n);
-    return n;
-  }
-
- private:
-  template <class T>
-  result<T> missing(const std::string& k, T fallback, bool required) const {
-    if (required)
-      return make_status(status_code::not_found, "%.*s: no metadata key '%s'",
-                         static_cast<int>(arch_.size()), arch_.data(), k.c_str());
-    return fallback;
-  }
-
-  const gguf_file* f_;
-  std::string_view arch_;
-};
-
-}  // namespace detail::arch_keys
 
 /// The four required ssm.* keys and dt_b_c_rms of architecture `arch`, checked:
 /// d_inner = 2 n_embd (llama.cpp's load_arch_tensors refuses anything else), d_conv in
@@ -172,13 +78,7 @@ inline result<mamba_hparams> read_mamba_hparams(const gguf_file& f) {
   const detail::arch_keys::reader r(f, "mamba");
   MNEMO_RETURN_IF_ERROR(r.check_arch());
   mamba_hparams h;
-  MNEMO_ASSIGN_OR_RETURN(h.n_ctx_train, r.u32("context_length", 0, true));
-  MNEMO_ASSIGN_OR_RETURN(h.n_embd, r.u32("embedding_length", 0, true));
-  MNEMO_ASSIGN_OR_RETURN(h.n_layer, r.u32("block_count", 0, true));
-  if (h.n_embd == 0 || h.n_layer == 0)
-    return make_status(status_code::invalid_argument,
-                       "mamba: embedding_length (%u) and block_count (%u) must be > 0", h.n_embd,
-                       h.n_layer);
+  MNEMO_RETURN_IF_ERROR(r.trunk(h));
   MNEMO_ASSIGN_OR_RETURN(h.rms_eps, r.f32("attention.layer_norm_rms_epsilon", 0, true));
   MNEMO_ASSIGN_OR_RETURN(h.ssm, read_ssm_hparams(f, "mamba", h.n_embd));
   MNEMO_ASSIGN_OR_RETURN(h.n_vocab, r.vocab());

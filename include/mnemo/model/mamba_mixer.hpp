@@ -79,29 +79,6 @@ inline result<weight> tensor_matrix(const gguf_file& f, const std::string& name,
   return weight_from_gguf(*t, n_in, n_out);
 }
 
-/// x[t] = token_embd row of token t, or the batch's embedding row [n, n_embd].
-template <simd::isa_tag Isa>
-status embed_rows(const ubatch& ub, const weight& token_embd, std::size_t n_embd,
-                  std::uint32_t n_vocab, float* x, const char* who) {
-  for (std::uint32_t t = 0; t < ub.n_tokens(); ++t) {
-    if (ub.source->has_embeddings()) {
-      const auto row = ub.embd(t);
-      if (row.size() != n_embd)
-        return make_status(status_code::invalid_argument,
-                           "%s: embedding row of %zu values, the model has n_embd %zu", who,
-                           row.size(), n_embd);
-      std::memcpy(x + t * n_embd, row.data(), n_embd * sizeof(float));
-      continue;
-    }
-    const token_id id = ub.token(t);
-    if (id < 0 || static_cast<std::uint32_t>(id) >= n_vocab)
-      return make_status(status_code::out_of_range, "%s: token %d is outside [0, %u)", who, id,
-                         n_vocab);
-    get_row<Isa>(token_embd, static_cast<std::size_t>(id), x + t * n_embd);
-  }
-  return {};
-}
-
 }  // namespace detail
 
 /// Binds layer `prefix` ("blk.N.")'s mixer, checking every tensor's presence, shape and

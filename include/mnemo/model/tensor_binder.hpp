@@ -1,0 +1,76 @@
+// What every GGUF decoder does around its forward pass, written once: open a file into
+// a model that owns it, bind tensors with their shapes checked, and allocate the f32
+// activation buffers of a workspace.
+//
+//   static result<my_model> open(const std::string& path) { return open_model<my_model>(path); }
+//   const tensor_binder b(*file_, "llama");
+//   MNEMO_ASSIGN_OR_RETURN(L.wq, b.matrix("blk.0.attn_q.weight", n_embd, n_head * d_k));
+//   MNEMO_ASSIGN_OR_RETURN(L.attn_norm, b.norm("blk.0.attn_norm.weight", n_embd));
+#pragma once
+
+#include <cstddef>
+#include <initializer_list>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "mnemo/base/aligned_buffer.hpp"
+#include "mnemo/base/result.hpp"
+#include "mnemo/model/gguf.hpp"
+#include "mnemo/model/matmul.hpp"
+#include "mnemo/model/weight.hpp"
+
+namespace mnemo::model {
+
+/// Model::open for every model: gguf_file::open, then Model::load; a load error names
+/// the path.
+template <class Model>
+result<Model> open_model(const std::string& path) {
+  MNEMO_ASSIGN_OR_RETURN(gguf_file f, gguf_file::open(path));
+  auto m = Model::load(std::move(f));
+  if (!m.is_ok()) return status(m.error()).with_context(path);
+  return m;
+}
+
+/// Binds named tensors of one file with their shapes and types checked. `context`
+/// (e.g. "llama") prefixes shape and type errors, not missing tensors; models that put
+/// their name on every binding error give none and wrap the whole binding instead.
+class tensor_binder {
+ public:
+  explicit tensor_binder(const gguf_file& f, std::string_view context = {})
+      : f_(&f), context_(context) {}
+
+  bool has(const std::string& name) const { return f_->find_tensor(name) != nullptr; }
+
+  /// A matrix of ggml ne [n_in, n_out] (a view into the mapping).
+  result<weight> matrix(const std::string& name, std::size_t n_in, std::size_t n_out) const {
+    MNEMO_ASSIGN_OR_RETURN(const gguf_tensor* t, f_->require_tensor(name));
+    auto w = weight_from_gguf(*t, n_in, n_out);
+    if (!w.is_ok() && !context_.empty()) return status(w.error()).with_context(context_);
+    return w;
+  }
+
+  /// A 1-D tensor [n] (a norm's weights) copied to f32.
+  result<std::vector<float>> norm(const std::string& name, std::size_t n) const {
+    MNEMO_ASSIGN_OR_RETURN(weight w, matrix(name, n, 1));
+    std::vector<float> out(n);
+    get_row<simd::scalar>(w, 0, out.data());
+    return out;
+  }
+
+ private:
+  const gguf_file* f_;
+  std::string_view context_;
+};
+
+/// Allocates each (buffer, float count) pair in order; the first failure is returned.
+inline status allocate_buffers(
+    std::initializer_list<std::pair<aligned_buffer<float>*, std::size_t>> buffers) {
+  for (const auto& [buffer, count] : buffers) {
+    MNEMO_ASSIGN_OR_RETURN(*buffer, aligned_buffer<float>::make(count));
+  }
+  return {};
+}
+
+}  // namespace mnemo::model
