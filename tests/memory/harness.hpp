@@ -110,8 +110,8 @@ inline std::vector<float> raw_v(const memory::kv_shape& sh, std::size_t layer, s
 /// stores for a token at `at`; at = raw_pos for a fresh token). Config: any strategy's
 /// configuration with `shape` and `rope` (full_cache_config, split_stream_config).
 template <class Config>
-std::vector<float> rotated_k(const Config& cfg, std::size_t layer,
-                             seq_id s, pos_t raw_pos, pos_t at, std::uint64_t seed = k_seed) {
+std::vector<float> rotated_k(const Config& cfg, std::size_t layer, seq_id s, pos_t raw_pos,
+                             pos_t at, std::uint64_t seed = k_seed) {
   auto r = raw_k(cfg.shape, layer, s, raw_pos, seed);
   for (std::size_t h = 0; h < cfg.shape.n_head_kv; ++h)
     attention::rope_rotate(cfg.rope, r.data() + h * cfg.shape.d_k, at);
