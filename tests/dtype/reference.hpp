@@ -10,6 +10,7 @@
 #include <cstring>
 #include <vector>
 
+#include "mnemo/base/rng.hpp"
 #include "mnemo/dtype/element_type.hpp"
 #include "mnemo/dtype/types.hpp"
 #include "mnemo/simd/half.hpp"
@@ -20,17 +21,9 @@ namespace dt = mnemo::dtype;
 
 // ---------------------------------------------------------------- deterministic data
 
-/// splitmix64: the same sequence on every platform and standard library.
-struct rng {
-  std::uint64_t state;
-  std::uint64_t next() {
-    std::uint64_t z = (state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-  }
-  /// Uniform in [-1, 1).
-  float uniform() { return static_cast<float>(next() >> 40) * 0x1p-23f - 1.0f; }
+/// mnemo::splitmix64 with uniform values in [-1, 1).
+struct rng : mnemo::splitmix64 {
+  float uniform() { return 2.0f * splitmix64::uniform() - 1.0f; }
 };
 
 /// n values with per-32-block magnitudes from 2^-20 to 2^10 (finite in f16), and special

@@ -21,6 +21,7 @@
 #include "mnemo/attention/rope.hpp"
 #include "mnemo/base/result.hpp"
 #include "mnemo/base/status.hpp"
+#include "mnemo/dtype/element_type.hpp"
 
 namespace mnemo::memory {
 
@@ -47,6 +48,28 @@ struct state_header {
 
   static constexpr std::size_t bytes = 4 + 2 + 2 + 4 + 6 * 4 + 4 + 4 + 4 + 4 + 4 + 8 + 8;
 };
+
+/// The header of a K/V strategy (full cache, split streams, sliding window, bounded):
+/// its config's `shape` and `rope`, and the K/V element types.
+template <class KE, class VE, class Config>
+state_header kv_state_header(strategy_id id, std::int32_t seq, const Config& cfg,
+                             std::uint32_t n_stream = 1) {
+  state_header h;
+  h.strategy = static_cast<std::uint16_t>(id);
+  h.seq = seq;
+  h.n_layer = static_cast<std::uint32_t>(cfg.shape.n_layer);
+  h.n_head_kv = static_cast<std::uint32_t>(cfg.shape.n_head_kv);
+  h.d_k = static_cast<std::uint32_t>(cfg.shape.d_k);
+  h.d_v = static_cast<std::uint32_t>(cfg.shape.d_v);
+  h.k_type = dtype::ggml_type_id(dtype::element_type_of<KE>);
+  h.v_type = dtype::ggml_type_id(dtype::element_type_of<VE>);
+  h.rope_layout = static_cast<std::uint8_t>(cfg.rope.layout);
+  h.n_rot = static_cast<std::uint32_t>(cfg.rope.n_rot);
+  h.freq_base = cfg.rope.freq_base;
+  h.freq_scale = cfg.rope.freq_scale;
+  h.n_stream = n_stream;
+  return h;
+}
 
 /// The state checksum: the bytes as little-endian 64-bit words dealt round-robin to
 /// four lanes, each lane h = ((h ^ w) * P) ^ (>> 32) (a bijection per word, so any

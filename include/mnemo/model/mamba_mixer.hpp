@@ -27,6 +27,7 @@
 #include "mnemo/model/layers.hpp"
 #include "mnemo/model/mamba_hparams.hpp"
 #include "mnemo/model/matmul.hpp"
+#include "mnemo/model/tensor_binder.hpp"
 #include "mnemo/model/weight.hpp"
 #include "mnemo/ssm/ssm.hpp"
 
@@ -61,26 +62,6 @@ struct mamba_mixer {
 /// Whether a mixer has the dt/B/C norm tensors: Jamba requires them, Mamba-1 has none.
 enum class mixer_norms { none, required };
 
-namespace detail {
-
-/// A tensor of ne [n_in, n_out] (1-D: n_out = 1) copied to f32, row after row.
-inline result<std::vector<float>> tensor_f32(const gguf_file& f, const std::string& name,
-                                             std::size_t n_in, std::size_t n_out) {
-  MNEMO_ASSIGN_OR_RETURN(const gguf_tensor* t, f.require_tensor(name));
-  MNEMO_ASSIGN_OR_RETURN(weight w, weight_from_gguf(*t, n_in, n_out));
-  std::vector<float> v(n_in * n_out);
-  for (std::size_t r = 0; r < n_out; ++r) get_row<simd::scalar>(w, r, v.data() + r * n_in);
-  return v;
-}
-
-inline result<weight> tensor_matrix(const gguf_file& f, const std::string& name, std::size_t n_in,
-                                    std::size_t n_out) {
-  MNEMO_ASSIGN_OR_RETURN(const gguf_tensor* t, f.require_tensor(name));
-  return weight_from_gguf(*t, n_in, n_out);
-}
-
-}  // namespace detail
-
 /// Binds layer `prefix` ("blk.N.")'s mixer, checking every tensor's presence, shape and
 /// type. Tensors the forward pass would ignore (biases llama.cpp does not load, norms on
 /// a Mamba-1 layer) are refused, not skipped.
@@ -92,23 +73,22 @@ inline result<mamba_mixer> bind_mamba_mixer(const gguf_file& f, const std::strin
     if (f.find_tensor(prefix + extra) != nullptr)
       return make_status(status_code::unsupported, "mamba mixer: tensor '%s%s' is not supported",
                          prefix.c_str(), extra);
+  const tensor_binder b(f);
   mamba_mixer m;
-  MNEMO_ASSIGN_OR_RETURN(m.in, detail::tensor_matrix(f, prefix + "ssm_in.weight", E, 2 * DI));
-  MNEMO_ASSIGN_OR_RETURN(m.x_proj,
-                         detail::tensor_matrix(f, prefix + "ssm_x.weight", DI, s.xdbc_width()));
-  MNEMO_ASSIGN_OR_RETURN(m.dt, detail::tensor_matrix(f, prefix + "ssm_dt.weight", R, DI));
-  MNEMO_ASSIGN_OR_RETURN(m.out, detail::tensor_matrix(f, prefix + "ssm_out.weight", DI, E));
-  MNEMO_ASSIGN_OR_RETURN(m.conv_w,
-                         detail::tensor_f32(f, prefix + "ssm_conv1d.weight", s.d_conv, DI));
-  MNEMO_ASSIGN_OR_RETURN(m.conv_b, detail::tensor_f32(f, prefix + "ssm_conv1d.bias", DI, 1));
-  MNEMO_ASSIGN_OR_RETURN(m.dt_b, detail::tensor_f32(f, prefix + "ssm_dt.bias", DI, 1));
-  MNEMO_ASSIGN_OR_RETURN(m.A, detail::tensor_f32(f, prefix + "ssm_a", S, DI));
-  MNEMO_ASSIGN_OR_RETURN(m.D, detail::tensor_f32(f, prefix + "ssm_d", DI, 1));
+  MNEMO_ASSIGN_OR_RETURN(m.in, b.matrix(prefix + "ssm_in.weight", E, 2 * DI));
+  MNEMO_ASSIGN_OR_RETURN(m.x_proj, b.matrix(prefix + "ssm_x.weight", DI, s.xdbc_width()));
+  MNEMO_ASSIGN_OR_RETURN(m.dt, b.matrix(prefix + "ssm_dt.weight", R, DI));
+  MNEMO_ASSIGN_OR_RETURN(m.out, b.matrix(prefix + "ssm_out.weight", DI, E));
+  MNEMO_ASSIGN_OR_RETURN(m.conv_w, b.rows_f32(prefix + "ssm_conv1d.weight", s.d_conv, DI));
+  MNEMO_ASSIGN_OR_RETURN(m.conv_b, b.rows_f32(prefix + "ssm_conv1d.bias", DI, 1));
+  MNEMO_ASSIGN_OR_RETURN(m.dt_b, b.rows_f32(prefix + "ssm_dt.bias", DI, 1));
+  MNEMO_ASSIGN_OR_RETURN(m.A, b.rows_f32(prefix + "ssm_a", S, DI));
+  MNEMO_ASSIGN_OR_RETURN(m.D, b.rows_f32(prefix + "ssm_d", DI, 1));
   const char* norm_names[] = {"ssm_dt_norm.weight", "ssm_b_norm.weight", "ssm_c_norm.weight"};
   if (norms == mixer_norms::required) {
-    MNEMO_ASSIGN_OR_RETURN(m.dt_norm, detail::tensor_f32(f, prefix + norm_names[0], R, 1));
-    MNEMO_ASSIGN_OR_RETURN(m.b_norm, detail::tensor_f32(f, prefix + norm_names[1], S, 1));
-    MNEMO_ASSIGN_OR_RETURN(m.c_norm, detail::tensor_f32(f, prefix + norm_names[2], S, 1));
+    MNEMO_ASSIGN_OR_RETURN(m.dt_norm, b.rows_f32(prefix + norm_names[0], R, 1));
+    MNEMO_ASSIGN_OR_RETURN(m.b_norm, b.rows_f32(prefix + norm_names[1], S, 1));
+    MNEMO_ASSIGN_OR_RETURN(m.c_norm, b.rows_f32(prefix + norm_names[2], S, 1));
   } else {
     for (const char* n : norm_names)
       if (f.find_tensor(prefix + n) != nullptr)

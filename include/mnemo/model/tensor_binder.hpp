@@ -51,12 +51,18 @@ class tensor_binder {
     return w;
   }
 
+  /// A tensor of ne [n_in, n_out] copied to f32, row after row ([n_out, n_in]).
+  result<std::vector<float>> rows_f32(const std::string& name, std::size_t n_in,
+                                      std::size_t n_out) const {
+    MNEMO_ASSIGN_OR_RETURN(weight w, matrix(name, n_in, n_out));
+    std::vector<float> out(n_in * n_out);
+    for (std::size_t r = 0; r < n_out; ++r) get_row<simd::scalar>(w, r, out.data() + r * n_in);
+    return out;
+  }
+
   /// A 1-D tensor [n] (a norm's weights) copied to f32.
   result<std::vector<float>> norm(const std::string& name, std::size_t n) const {
-    MNEMO_ASSIGN_OR_RETURN(weight w, matrix(name, n, 1));
-    std::vector<float> out(n);
-    get_row<simd::scalar>(w, 0, out.data());
-    return out;
+    return rows_f32(name, n, 1);
   }
 
  private:
