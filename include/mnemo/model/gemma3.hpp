@@ -31,6 +31,7 @@
 #include "mnemo/memory/full_cache.hpp"
 #include "mnemo/memory/layered.hpp"
 #include "mnemo/memory/sliding_window.hpp"
+#include "mnemo/model/decoder_blocks.hpp"
 #include "mnemo/model/gemma3_hparams.hpp"
 #include "mnemo/model/gguf.hpp"
 #include "mnemo/model/layers.hpp"
@@ -56,24 +57,16 @@ struct gemma3_layer {
 /// Activations of one micro-batch of up to n_ubatch tokens, reused by every call.
 class gemma3_workspace {
  public:
-  std::uint32_t n_ubatch() const noexcept { return n_ubatch_; }
+  std::uint32_t n_ubatch() const noexcept { return a_.n_ubatch; }
   /// [n_outputs, n_vocab] soft-capped logits of the last forward(), output tokens in
   /// micro-batch order.
-  const float* logits() const noexcept { return logits_.data(); }
-  std::uint32_t n_outputs() const noexcept { return n_outputs_; }
+  const float* logits() const noexcept { return a_.logits.data(); }
+  std::uint32_t n_outputs() const noexcept { return a_.n_outputs; }
 
  private:
   friend class gemma3_model;
-  std::uint32_t n_ubatch_ = 0, n_outputs_ = 0;
-  aligned_buffer<float> x_, h_, tmp_;          // [n_ubatch, n_embd]
-  aligned_buffer<float> q_, attn_;             // [n_ubatch, n_head * d]
-  aligned_buffer<float> k_, v_;                // [n_ubatch, n_head_kv * d]
-  aligned_buffer<float> gate_, up_;            // [n_ubatch, n_ff]
+  decoder_activations a_;
   aligned_buffer<float> rope_loc_, rope_glb_;  // [n_ubatch, n_rot]: (cos, sin) per pair
-  aligned_buffer<float> logits_;               // [n_ubatch, n_vocab]
-  attention::workspace attn_ws_;
-  matmul_workspace mm_ws_;
-  memory::layer_views views_;
 };
 
 class gemma3_model {
@@ -173,22 +166,10 @@ class gemma3_model {
     if (n_ubatch == 0)
       return make_status(status_code::invalid_argument, "gemma3: n_ubatch must be > 0");
     gemma3_workspace ws;
-    ws.n_ubatch_ = n_ubatch;
-    const std::size_t n = n_ubatch, E = hp_.n_embd;
-    const std::size_t qd = std::size_t{hp_.n_head} * hp_.d_k,
-                      ad = std::size_t{hp_.n_head} * hp_.d_v;
-    MNEMO_RETURN_IF_ERROR(allocate_buffers({{&ws.x_, n * E},
-                                            {&ws.h_, n * E},
-                                            {&ws.tmp_, n * E},
-                                            {&ws.q_, n * qd},
-                                            {&ws.attn_, n * ad},
-                                            {&ws.k_, n * hp_.n_head_kv * hp_.d_k},
-                                            {&ws.v_, n * hp_.n_head_kv * hp_.d_v},
-                                            {&ws.gate_, n * hp_.n_ff},
-                                            {&ws.up_, n * hp_.n_ff},
-                                            {&ws.rope_loc_, n * hp_.n_rot},
-                                            {&ws.rope_glb_, n * hp_.n_rot},
-                                            {&ws.logits_, n * hp_.n_vocab}}));
+    const std::size_t rope_floats = std::size_t{n_ubatch} * hp_.n_rot;
+    MNEMO_RETURN_IF_ERROR(ws.a_.allocate(n_ubatch, dims_of(hp_)));
+    MNEMO_RETURN_IF_ERROR(
+        allocate_buffers({{&ws.rope_loc_, rope_floats}, {&ws.rope_glb_, rope_floats}}));
     return ws;
   }
 
@@ -200,22 +181,19 @@ class gemma3_model {
   template <simd::isa_tag Isa = simd::native, memory::kv_memory Memory>
   status forward(Memory& mem, std::size_t u, const ubatch& ub, gemma3_workspace& ws,
                  int n_threads) const {
-    using KE = typename Memory::k_element;
-    using VE = typename Memory::v_element;
-    const std::size_t n = ub.n_tokens(), E = hp_.n_embd, F = hp_.n_ff, dk = hp_.d_k;
-    const std::size_t kd = std::size_t{hp_.n_head_kv} * hp_.d_k;
-    const std::size_t vd = std::size_t{hp_.n_head_kv} * hp_.d_v;
-    const std::size_t qd = std::size_t{hp_.n_head} * hp_.d_k;
-    const std::size_t ad = std::size_t{hp_.n_head} * hp_.d_v;
-    ws.n_outputs_ = 0;
+    decoder_activations& a = ws.a_;
+    const decoder_dims d = dims_of(hp_);
+    const std::size_t n = ub.n_tokens(), E = d.n_embd, dk = hp_.d_k;
+    const std::size_t qd = d.q_width(), kd = d.k_width(), vd = d.v_width();
+    a.n_outputs = 0;
     if (n == 0) return {};
-    if (n > ws.n_ubatch_)
+    if (n > a.n_ubatch)
       return make_status(status_code::invalid_argument,
                          "gemma3: micro-batch of %zu tokens exceeds the workspace's n_ubatch %u", n,
-                         ws.n_ubatch_);
+                         a.n_ubatch);
     MNEMO_RETURN_IF_ERROR(check_memory_windows(mem));
-    float *x = ws.x_.data(), *h = ws.h_.data(), *tmp = ws.tmp_.data();
-    float *q = ws.q_.data(), *k = ws.k_.data(), *v = ws.v_.data(), *att = ws.attn_.data();
+    float *x = a.x.data(), *h = a.h.data(), *tmp = a.tmp.data();
+    float *q = a.q.data(), *k = a.k.data(), *v = a.v.data();
 
     // ggml_scale by the float sqrtf(n_embd), on token inputs only (MODELS.md §4).
     MNEMO_RETURN_IF_ERROR(embed_tokens<Isa>(ub, head_.token_embd, E, hp_.n_vocab, x, "gemma3",
@@ -223,18 +201,14 @@ class gemma3_model {
     fill_rope(ub, hp_.rope_base_swa, 1.0f, ws.rope_loc_.data());
     fill_rope(ub, hp_.rope_base, hp_.rope_scale, ws.rope_glb_.data());
 
-    const attention::shape sh{hp_.n_head, hp_.n_head_kv, hp_.d_k, hp_.d_v};
-    const attention::options opt{n_threads};
+    const attention::shape sh = d.attention_shape();
     for (std::size_t l = 0; l < hp_.n_layer; ++l) {
       const gemma3_layer& L = layers_[l];
       const float* rope = hp_.local(l) ? ws.rope_loc_.data() : ws.rope_glb_.data();
       // Attention block: h = norm(x); q, k, v = W h; q, k: per-head norm, then rope;
       // x += norm(Wo attend(q, K, V)) (the post-attention norm).
-      for (std::size_t t = 0; t < n; ++t)
-        rms_norm<Isa>(x + t * E, L.attn_norm.data(), h + t * E, E, hp_.rms_eps);
-      mul_mat<Isa>(L.wq, h, E, n, q, qd, n_threads, ws.mm_ws_);
-      mul_mat<Isa>(L.wk, h, E, n, k, kd, n_threads, ws.mm_ws_);
-      mul_mat<Isa>(L.wv, h, E, n, v, vd, n_threads, ws.mm_ws_);
+      norm_rows<Isa>(x, L.attn_norm.data(), h, n, E, hp_.rms_eps);
+      project_qkv<Isa>(L.wq, L.wk, L.wv, n, d, a, n_threads);
       for (std::size_t t = 0; t < n; ++t) {
         const float* cs = rope + t * hp_.n_rot;
         for (std::size_t hd = 0; hd < hp_.n_head; ++hd) {
@@ -249,44 +223,29 @@ class gemma3_model {
         }
         mem.template write_kv<Isa>(l, u, t, k + t * kd, v + t * vd);
       }
-      mem.views(l, u, ws.views_);
-      const attention::query_batch qb{
-          q, n, ub.pos.data(), ub.seq.data(),
-          ws.views_.token_stream.empty() ? nullptr : ws.views_.token_stream.data()};
       // llama.cpp scales q by attn_scale and attends with kq_scale 1: the same product
       // (exactly so for the power-of-two 1/sqrt(d_k) of d_k = 64, 256).
       MNEMO_RETURN_IF_ERROR(
-          (attention::attend<Isa, KE, VE>(sh, hp_.attention_params(l), qb, ws.views_.streams, att,
-                                          ws.attn_ws_, opt))
-              .with_context("gemma3"));
-      mul_mat<Isa>(L.wo, att, ad, n, tmp, E, n_threads, ws.mm_ws_);
-      for (std::size_t t = 0; t < n; ++t) {
-        rms_norm<Isa>(tmp + t * E, L.post_attn_norm.data(), tmp + t * E, E, hp_.rms_eps);
-        add_to<Isa>(x + t * E, tmp + t * E, E);
-      }
+          attend_layer<Isa>(mem, l, u, ub, sh, hp_.attention_params(l), a, n_threads, "gemma3"));
+      project_out<Isa>(L.wo, n, d, a, n_threads);
+      norm_rows<Isa>(tmp, L.post_attn_norm.data(), tmp, n, E, hp_.rms_eps);
+      add_rows<Isa>(x, tmp, n, E);
 
       // FFN block: x += norm(down(gelu(gate h) * up h)), h = norm(x).
-      for (std::size_t t = 0; t < n; ++t)
-        rms_norm<Isa>(x + t * E, L.ffn_norm.data(), h + t * E, E, hp_.rms_eps);
-      mul_mat<Isa>(L.gate, h, E, n, ws.gate_.data(), F, n_threads, ws.mm_ws_);
-      mul_mat<Isa>(L.up, h, E, n, ws.up_.data(), F, n_threads, ws.mm_ws_);
-      parallel_for(n, n_threads, [&](std::size_t t, int) {
-        geglu<Isa>(ws.gate_.data() + t * F, ws.up_.data() + t * F, F);
-      });
-      mul_mat<Isa>(L.down, ws.gate_.data(), F, n, tmp, E, n_threads, ws.mm_ws_);
-      for (std::size_t t = 0; t < n; ++t) {
-        rms_norm<Isa>(tmp + t * E, L.post_ffw_norm.data(), tmp + t * E, E, hp_.rms_eps);
-        add_to<Isa>(x + t * E, tmp + t * E, E);
-      }
+      norm_rows<Isa>(x, L.ffn_norm.data(), h, n, E, hp_.rms_eps);
+      gated_ffn<Isa>(L.gate, L.up, L.down, n, d, a, n_threads,
+                     [](float* g, const float* up, std::size_t F) { geglu<Isa>(g, up, F); });
+      norm_rows<Isa>(tmp, L.post_ffw_norm.data(), tmp, n, E, hp_.rms_eps);
+      add_rows<Isa>(x, tmp, n, E);
     }
 
     // Output: only the rows that asked for logits go through the (tied) vocabulary
     // product; then the final soft-cap.
-    const std::size_t n_out = head_.apply<Isa>(ub, x, h, E, hp_.rms_eps, ws.logits_.data(),
-                                               hp_.n_vocab, n_threads, ws.mm_ws_);
+    const std::size_t n_out = head_.apply<Isa>(ub, x, h, E, hp_.rms_eps, a.logits.data(),
+                                               hp_.n_vocab, n_threads, a.mm_ws);
     for (std::size_t r = 0; r < n_out; ++r)
-      softcap(ws.logits_.data() + r * hp_.n_vocab, hp_.n_vocab, hp_.final_softcap);
-    ws.n_outputs_ = static_cast<std::uint32_t>(n_out);
+      softcap(a.logits.data() + r * hp_.n_vocab, hp_.n_vocab, hp_.final_softcap);
+    a.n_outputs = static_cast<std::uint32_t>(n_out);
     return {};
   }
 

@@ -26,6 +26,7 @@
 #include "mnemo/evict/observe.hpp"
 #include "mnemo/memory/concepts.hpp"
 #include "mnemo/memory/full_cache.hpp"
+#include "mnemo/model/decoder_blocks.hpp"
 #include "mnemo/model/gguf.hpp"
 #include "mnemo/model/layers.hpp"
 #include "mnemo/model/llama_hparams.hpp"
@@ -51,24 +52,16 @@ struct llama_layer {
 /// (a warm decode allocates nothing).
 class llama_workspace {
  public:
-  std::uint32_t n_ubatch() const noexcept { return n_ubatch_; }
+  std::uint32_t n_ubatch() const noexcept { return a_.n_ubatch; }
   /// [n_outputs, n_vocab] logits of the last forward(), its output tokens in
   /// micro-batch order.
-  const float* logits() const noexcept { return logits_.data(); }
-  std::uint32_t n_outputs() const noexcept { return n_outputs_; }
+  const float* logits() const noexcept { return a_.logits.data(); }
+  std::uint32_t n_outputs() const noexcept { return a_.n_outputs; }
 
  private:
   friend class llama_model;
-  std::uint32_t n_ubatch_ = 0, n_outputs_ = 0;
-  aligned_buffer<float> x_, h_, tmp_;  // [n_ubatch, n_embd]
-  aligned_buffer<float> q_, attn_;     // [n_ubatch, n_head * d]
-  aligned_buffer<float> k_, v_;        // [n_ubatch, n_head_kv * d]
-  aligned_buffer<float> gate_, up_;    // [n_ubatch, n_ff]
-  aligned_buffer<float> rope_;         // [n_ubatch, n_rot]: (cos, sin) per pair
-  aligned_buffer<float> logits_;       // [n_ubatch, n_vocab]
-  attention::workspace attn_ws_;
-  matmul_workspace mm_ws_;
-  memory::layer_views views_;
+  decoder_activations a_;
+  aligned_buffer<float> rope_;  // [n_ubatch, n_rot]: (cos, sin) per pair
 };
 
 class llama_model {
@@ -113,21 +106,8 @@ class llama_model {
     if (n_ubatch == 0)
       return make_status(status_code::invalid_argument, "llama: n_ubatch must be > 0");
     llama_workspace ws;
-    ws.n_ubatch_ = n_ubatch;
-    const std::size_t n = n_ubatch, E = hp_.n_embd;
-    const std::size_t qd = std::size_t{hp_.n_head} * hp_.d_k,
-                      ad = std::size_t{hp_.n_head} * hp_.d_v;
-    MNEMO_RETURN_IF_ERROR(allocate_buffers({{&ws.x_, n * E},
-                                            {&ws.h_, n * std::max<std::size_t>(E, ad)},
-                                            {&ws.tmp_, n * E},
-                                            {&ws.q_, n * qd},
-                                            {&ws.attn_, n * ad},
-                                            {&ws.k_, n * hp_.n_head_kv * hp_.d_k},
-                                            {&ws.v_, n * hp_.n_head_kv * hp_.d_v},
-                                            {&ws.gate_, n * hp_.n_ff},
-                                            {&ws.up_, n * hp_.n_ff},
-                                            {&ws.rope_, n * hp_.n_rot},
-                                            {&ws.logits_, n * hp_.n_vocab}}));
+    MNEMO_RETURN_IF_ERROR(ws.a_.allocate(n_ubatch, dims_of(hp_)));
+    MNEMO_RETURN_IF_ERROR(allocate_buffers({{&ws.rope_, std::size_t{n_ubatch} * hp_.n_rot}}));
     return ws;
   }
 
@@ -138,74 +118,49 @@ class llama_model {
   template <simd::isa_tag Isa = simd::native, memory::kv_memory Memory>
   status forward(Memory& mem, std::size_t u, const ubatch& ub, llama_workspace& ws,
                  int n_threads) const {
-    using KE = typename Memory::k_element;
-    using VE = typename Memory::v_element;
-    const std::size_t n = ub.n_tokens(), E = hp_.n_embd, F = hp_.n_ff;
-    const std::size_t kd = std::size_t{hp_.n_head_kv} * hp_.d_k;
-    const std::size_t vd = std::size_t{hp_.n_head_kv} * hp_.d_v;
-    const std::size_t qd = std::size_t{hp_.n_head} * hp_.d_k;
-    const std::size_t ad = std::size_t{hp_.n_head} * hp_.d_v;
-    ws.n_outputs_ = 0;
+    decoder_activations& a = ws.a_;
+    const decoder_dims d = dims_of(hp_);
+    const std::size_t n = ub.n_tokens(), E = d.n_embd, kd = d.k_width(), vd = d.v_width();
+    a.n_outputs = 0;
     if (n == 0) return {};
-    if (n > ws.n_ubatch_)
+    if (n > a.n_ubatch)
       return make_status(status_code::invalid_argument,
                          "llama: micro-batch of %zu tokens exceeds the workspace's n_ubatch %u", n,
-                         ws.n_ubatch_);
-    float *x = ws.x_.data(), *h = ws.h_.data(), *tmp = ws.tmp_.data();
-    float *q = ws.q_.data(), *k = ws.k_.data(), *v = ws.v_.data(), *att = ws.attn_.data();
+                         a.n_ubatch);
+    float *x = a.x.data(), *h = a.h.data(), *q = a.q.data(), *k = a.k.data(), *v = a.v.data();
 
     MNEMO_RETURN_IF_ERROR(embed_tokens<Isa>(ub, head_.token_embd, E, hp_.n_vocab, x, "llama"));
     fill_rope(ub, ws.rope_.data());
 
-    const attention::shape sh{hp_.n_head, hp_.n_head_kv, hp_.d_k, hp_.d_v};
+    const attention::shape sh = d.attention_shape();
     const attention::params ap = hp_.attention_params();
-    const attention::options opt{n_threads};
     for (std::size_t l = 0; l < hp_.n_layer; ++l) {
       const llama_layer& L = layers_[l];
       // Attention block: h = norm(x); q, k, v = W h; rope(q, k); x += Wo attend(q, K, V).
-      for (std::size_t t = 0; t < n; ++t)
-        rms_norm<Isa>(x + t * E, L.attn_norm.data(), h + t * E, E, hp_.rms_eps);
-      mul_mat<Isa>(L.wq, h, E, n, q, qd, n_threads, ws.mm_ws_);
-      mul_mat<Isa>(L.wk, h, E, n, k, kd, n_threads, ws.mm_ws_);
-      mul_mat<Isa>(L.wv, h, E, n, v, vd, n_threads, ws.mm_ws_);
+      norm_rows<Isa>(x, L.attn_norm.data(), h, n, E, hp_.rms_eps);
+      project_qkv<Isa>(L.wq, L.wk, L.wv, n, d, a, n_threads);
       for (std::size_t t = 0; t < n; ++t) {
         const float* cs = ws.rope_.data() + t * hp_.n_rot;
-        for (std::size_t hd = 0; hd < hp_.n_head; ++hd) rotate(q + t * qd + hd * hp_.d_k, cs);
+        for (std::size_t hd = 0; hd < hp_.n_head; ++hd)
+          rotate(q + t * d.q_width() + hd * hp_.d_k, cs);
         for (std::size_t hd = 0; hd < hp_.n_head_kv; ++hd) rotate(k + t * kd + hd * hp_.d_k, cs);
         mem.template write_kv<Isa>(l, u, t, k + t * kd, v + t * vd);
       }
-      mem.views(l, u, ws.views_);
-      const attention::query_batch qb{
-          q, n, ub.pos.data(), ub.seq.data(),
-          ws.views_.token_stream.empty() ? nullptr : ws.views_.token_stream.data()};
-      if constexpr (evict::attention_observer<Memory>) {  // e.g. bounded<Policy>: stats, evict
-        MNEMO_RETURN_IF_ERROR((evict::attend_observed<Isa, KE, VE>(mem, l, u, sh, ap, qb, ws.views_,
-                                                                   att, ws.attn_ws_, opt))
-                                  .with_context("llama"));
-      } else {
-        MNEMO_RETURN_IF_ERROR(
-            (attention::attend<Isa, KE, VE>(sh, ap, qb, ws.views_.streams, att, ws.attn_ws_, opt))
-                .with_context("llama"));
-      }
-      mul_mat<Isa>(L.wo, att, ad, n, tmp, E, n_threads, ws.mm_ws_);
-      for (std::size_t t = 0; t < n; ++t) add_to<Isa>(x + t * E, tmp + t * E, E);
+      MNEMO_RETURN_IF_ERROR(attend_layer<Isa>(mem, l, u, ub, sh, ap, a, n_threads, "llama"));
+      project_out<Isa>(L.wo, n, d, a, n_threads);
+      add_rows<Isa>(x, a.tmp.data(), n, E);
 
       // FFN block: x += down(silu(gate h) * up h), h = norm(x).
-      for (std::size_t t = 0; t < n; ++t)
-        rms_norm<Isa>(x + t * E, L.ffn_norm.data(), h + t * E, E, hp_.rms_eps);
-      mul_mat<Isa>(L.gate, h, E, n, ws.gate_.data(), F, n_threads, ws.mm_ws_);
-      mul_mat<Isa>(L.up, h, E, n, ws.up_.data(), F, n_threads, ws.mm_ws_);
-      parallel_for(n, n_threads, [&](std::size_t t, int) {
-        swiglu<Isa>(ws.gate_.data() + t * F, ws.up_.data() + t * F, F);
-      });
-      mul_mat<Isa>(L.down, ws.gate_.data(), F, n, tmp, E, n_threads, ws.mm_ws_);
-      for (std::size_t t = 0; t < n; ++t) add_to<Isa>(x + t * E, tmp + t * E, E);
+      norm_rows<Isa>(x, L.ffn_norm.data(), h, n, E, hp_.rms_eps);
+      gated_ffn<Isa>(L.gate, L.up, L.down, n, d, a, n_threads,
+                     [](float* g, const float* up, std::size_t F) { swiglu<Isa>(g, up, F); });
+      add_rows<Isa>(x, a.tmp.data(), n, E);
     }
 
     // Output: only the rows that asked for logits go through the vocabulary product.
-    const std::size_t n_out = head_.apply<Isa>(ub, x, h, E, hp_.rms_eps, ws.logits_.data(),
-                                               hp_.n_vocab, n_threads, ws.mm_ws_);
-    ws.n_outputs_ = static_cast<std::uint32_t>(n_out);
+    const std::size_t n_out = head_.apply<Isa>(ub, x, h, E, hp_.rms_eps, a.logits.data(),
+                                               hp_.n_vocab, n_threads, a.mm_ws);
+    a.n_outputs = static_cast<std::uint32_t>(n_out);
     return {};
   }
 
