@@ -11,6 +11,15 @@
 //                     and per global layer, K/V bytes those cells hold per token (the
 //                     kernel skips blocks the window mask drops whole, so a full cache
 //                     does not read all it is handed: docs/performance.md)
+//   BM_split_memory_bytes  the same on split streams (per-sequence context 32k / n_seq):
+//                     global layers on split_stream, local layers on split_window (a
+//                     window of pad(n_swa + n_ubatch, 256) cells per sequence), against
+//                     one full cache of 32k cells for every layer
+//   BM_split_decode_8k one decode step of n_seq sequences at 8k context each, `memory` 0:
+//                     split_stream for every layer (the window a mask), 1: the
+//                     per-stream composite; local_cells counts the cells the views of
+//                     a local layer hand to attention over all sequences (<= n_seq
+//                     windows of pad(n_swa + n_ubatch, 256) cells)
 // The 8k context is written into the memory directly (random K/V through prepare /
 // apply / write_kv / commit), so setup costs no prefill; each timed step decodes position
 // 8192 and removes it again (rollback within the window is always possible, spec §4.4).
@@ -114,13 +123,13 @@ const gemma3_model& bench_model() {
   return *m;
 }
 
-/// Writes positions [0, n) of sequence 0 with random K/V rows into every layer.
+/// Writes positions [0, n) of sequence s with random K/V rows into every layer.
 template <class Memory>
-void fill(Memory& mem, std::size_t n, std::size_t n_layer) {
+void fill(Memory& mem, std::size_t n, std::size_t n_layer, seq_id s = 0) {
   splitmix64 g{7};
   std::vector<float> k(k_head_kv * k_dk), v(k_head_kv * k_dk);
   std::vector<pos_t> pos(k_ubatch);
-  std::vector<seq_set> seqs(k_ubatch, seq_set::of(0));
+  std::vector<seq_set> seqs(k_ubatch, seq_set::of(s));
   for (std::size_t p0 = 0; p0 < n; p0 += k_ubatch) {
     const std::size_t m = std::min<std::size_t>(k_ubatch, n - p0);
     for (std::size_t j = 0; j < m; ++j) pos[j] = static_cast<pos_t>(p0 + j);
@@ -248,6 +257,136 @@ BENCHMARK(BM_decode_8k)
     ->ArgNames({"memory", "threads"})
     ->Args({0, 1})
     ->Args({1, 1})
+    ->MinTime(1.0)
+    ->Unit(benchmark::kMillisecond);
+
+// ---- split streams: memory bytes at 32k, decode of several sequences at 8k ------------
+
+void BM_split_memory_bytes(benchmark::State& state) {
+  const bool gemma4b = state.range(0) == 1;
+  const auto n_seq = static_cast<seq_id>(state.range(1));
+  const std::size_t n_ctx = 32768, n_ctx_seq = n_ctx / static_cast<std::size_t>(n_seq);
+  std::size_t n_layer = k_layers, n_kv = k_head_kv, d = k_dk;
+  pos_t n_swa = k_swa;
+  if (gemma4b) n_layer = 34, n_kv = 1, d = 16, n_swa = 1024;
+  std::vector<std::uint8_t> parts(n_layer);
+  std::size_t n_global = 0;
+  for (std::size_t l = 0; l < n_layer; ++l) n_global += (parts[l] = l % 6 == 5 ? 0 : 1) == 0;
+  double full_bytes = 0, split_bytes = 0;
+  std::size_t window_cells = 0;
+  for (auto _ : state) {
+    memory::full_cache_config fc;
+    fc.shape = {n_layer, n_kv, d, d};
+    fc.size = n_ctx;
+    fc.n_seq_max = n_seq;
+    fc.rope.layout = attention::rope_layout::none;
+    auto full = full_t::make(fc);
+    memory::split_stream_config gc;
+    gc.shape = {n_global, n_kv, d, d};
+    gc.size_per_stream = n_ctx_seq;
+    gc.n_seq_max = n_seq;
+    gc.rope.layout = attention::rope_layout::none;
+    memory::split_window_config wc;
+    wc.n_seq_max = n_seq;
+    wc.stream.shape = {n_layer - n_global, n_kv, d, d};
+    wc.stream.n_ctx = n_ctx_seq;
+    wc.stream.n_ubatch = k_ubatch;
+    wc.stream.window = attention::window_kind::standard;
+    wc.stream.n_swa = n_swa;
+    wc.stream.rope.layout = attention::rope_layout::none;
+    auto g = memory::split_stream<kv_t>::make(gc);
+    auto w = memory::split_window<kv_t>::make(wc);
+    must(full.is_ok() && g.is_ok() && w.is_ok() ? status{} : status(status_code::internal, "parts"),
+         "parts");
+    window_cells = w->size_per_stream();
+    auto split = model::gemma3_model::iswa_split_memory<kv_t>::make(parts, std::move(g).value(),
+                                                                    std::move(w).value());
+    must(split.is_ok() ? status{} : split.error(), "composite");
+    full_bytes = static_cast<double>(full->report().total_bytes);
+    split_bytes = static_cast<double>(split->report().total_bytes);
+    benchmark::DoNotOptimize(split_bytes);
+  }
+  state.counters["full_MiB"] = full_bytes / (1 << 20);
+  state.counters["split_iswa_MiB"] = split_bytes / (1 << 20);
+  state.counters["ratio"] = split_bytes / full_bytes;
+  state.counters["window_cells_per_seq"] = static_cast<double>(window_cells);
+  state.SetLabel(std::string(gemma4b ? "gemma3-4b layout" : "bench model") + ", n_ctx 32768, " +
+                 std::to_string(n_seq) + " sequence(s)");
+}
+BENCHMARK(BM_split_memory_bytes)
+    ->ArgNames({"gemma3_4b", "n_seq"})
+    ->ArgsProduct({{0, 1}, {1, 4}})
+    ->Iterations(1)
+    ->Unit(benchmark::kMillisecond);
+
+template <class Memory>
+void split_decode_8k(benchmark::State& state, Memory mem, seq_id n_seq, const char* label) {
+  const gemma3_model& m = bench_model();
+  for (seq_id s = 0; s < n_seq; ++s) fill(mem, k_ctx8k, k_layers, s);
+  context_params p;
+  p.n_ubatch = k_ubatch;
+  p.n_seq_max = static_cast<std::uint32_t>(n_seq);
+  p.n_threads = 1;
+  auto ctx = context<gemma3_model, Memory>::make(m, std::move(mem), p);
+  must(ctx.is_ok() ? status{} : ctx.error(), "context");
+  const pos_t at = static_cast<pos_t>(k_ctx8k);
+  batch b;
+  for (seq_id s = 0; s < n_seq; ++s) b.add(42, at, {s}, true);
+  for (auto _ : state) {
+    must(ctx->decode(b), "decode");
+    benchmark::DoNotOptimize(ctx->logits().data());
+    for (seq_id s = 0; s < n_seq; ++s) must(ctx->seq_rm(s, at, -1), "seq_rm");
+  }
+  // The cells attention is handed for one decode step of every sequence: plan the step
+  // again, read the views of every layer, roll it back.
+  auto& mem2 = ctx->memory();
+  std::vector<pos_t> pos(static_cast<std::size_t>(n_seq), at);
+  std::vector<seq_set> seqs;
+  for (seq_id s = 0; s < n_seq; ++s) seqs.push_back(seq_set::of(s));
+  const memory::ubatch_tokens ub{pos, seqs};
+  must(mem2.prepare({&ub, 1}), "prepare");
+  must(mem2.apply(0, ub), "apply");
+  memory::layer_views lv;
+  double local = 0, global = 0;
+  for (std::size_t l = 0; l < k_layers; ++l) {
+    mem2.views(l, 0, lv);
+    double cells = 0;
+    for (const auto& s : lv.segments) cells += static_cast<double>(s.n_cells);
+    (m.hparams().local(l) ? local : global) = cells;
+  }
+  mem2.rollback();
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations()) * n_seq);
+  state.counters["local_cells"] = local;
+  state.counters["global_cells"] = global;
+  state.counters["local_cells_per_seq"] = local / n_seq;
+  state.SetLabel(std::string(label) + ", " + std::to_string(n_seq) + " sequence(s), " +
+                 std::string(simd::native::name));
+}
+
+void BM_split_decode_8k(benchmark::State& state) {
+  const gemma3_model& m = bench_model();
+  const auto n_seq = static_cast<seq_id>(state.range(1));
+  const std::size_t n_ctx_seq = k_ctx8k + 256;
+  if (state.range(0) == 0) {
+    const memory::full_cache_config fc = m.full_cache_config(n_ctx_seq, n_seq);
+    memory::split_stream_config c;
+    c.shape = fc.shape;
+    c.size_per_stream = n_ctx_seq;
+    c.n_seq_max = n_seq;
+    c.rope = fc.rope;
+    c.shift_supported = fc.shift_supported;
+    auto mem = memory::split_stream<kv_t>::make(c);
+    must(mem.is_ok() ? status{} : mem.error(), "split stream");
+    split_decode_8k(state, std::move(mem).value(), n_seq, "split_stream, window as mask");
+  } else {
+    auto mem = m.template make_iswa_split<kv_t>(n_ctx_seq, n_seq, k_ubatch);
+    must(mem.is_ok() ? status{} : mem.error(), "composite");
+    split_decode_8k(state, std::move(mem).value(), n_seq, "split_stream + split_window");
+  }
+}
+BENCHMARK(BM_split_decode_8k)
+    ->ArgNames({"memory", "n_seq"})
+    ->ArgsProduct({{0, 1}, {1, 4}})
     ->MinTime(1.0)
     ->Unit(benchmark::kMillisecond);
 

@@ -3,7 +3,7 @@
 // mnemo::context, and writes the logits in the fixtures' .bin format (f32
 // little-endian, one n_vocab row per token, in call order).
 //
-//   mnemo-replay MODEL.gguf SCENARIO.json OUT.bin [--memory full|split|iswa]
+//   mnemo-replay MODEL.gguf SCENARIO.json OUT.bin [--memory full|split|iswa|iswa-split]
 //                [--kv f32|f16|bf16|q8_0|q4_0] [--threads N] [--ctx N] [--ubatch N]
 //                [--compare REF.bin TOL]
 //
@@ -13,7 +13,9 @@
 // always use memory::recurrent; jamba routes its Mamba layers there). For gemma3,
 // `full` is one full cache for every layer (the window is a mask only) and `iswa` the
 // interleaved composite: global layers on a full cache of --ctx cells, local layers on
-// a sliding window of pad(n_swa * 4 + --ubatch, 256) cells.
+// a sliding window of pad(n_swa * 4 + --ubatch, 256) cells; `iswa-split` is split streams
+// on every layer: --ctx cells per sequence for global layers, a window of
+// pad(n_swa + --ubatch, 256) cells per sequence for local ones (gemma3_model::make_iswa_split).
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -52,12 +54,13 @@ struct options {
 
 /// The memory strategies this build offers; a new one adds a name here and, for llama,
 /// a memory_maker in common/memory_factory.hpp.
-constexpr std::string_view k_memories[] = {"full", "split", "iswa"};
+constexpr std::string_view k_memories[] = {"full", "split", "iswa", "iswa-split"};
 constexpr std::string_view k_kv_types[] = {"f32", "f16", "bf16", "q8_0", "q4_0"};
 
 int usage() {
   std::fprintf(stderr,
-               "usage: mnemo-replay MODEL.gguf SCENARIO.json OUT.bin [--memory full|split|iswa]\n"
+               "usage: mnemo-replay MODEL.gguf SCENARIO.json OUT.bin\n"
+               "       [--memory full|split|iswa|iswa-split]\n"
                "       [--kv f32|f16|bf16|q8_0|q4_0] [--threads N] [--ctx N] [--ubatch N]\n"
                "       [--compare REF.bin TOL]\n");
   return 2;
@@ -90,7 +93,9 @@ bool parse_args(int argc, char** argv, options& o) {
       o.memory = v;
       if (!one_of(o.memory, k_memories)) {
         std::fprintf(stderr,
-                     "mnemo-replay: unknown memory '%s' (this build has: full, split, iswa)\n", v);
+                     "mnemo-replay: unknown memory '%s' (this build has: full, split, iswa, "
+                     "iswa-split)\n",
+                     v);
         return false;
       }
     } else if (a == "--kv") {
@@ -201,11 +206,16 @@ status run_gemma3(const model::gemma3_model& m, const options& o,
     MNEMO_ASSIGN_OR_RETURN(auto mem, m.make_iswa<KE>(o.n_ctx, 4, o.n_ubatch));
     return run_context(m, std::move(mem), o, sc, logits);
   }
+  if (o.memory == "iswa-split") {  // split streams on every layer, per-stream windows
+    MNEMO_ASSIGN_OR_RETURN(auto mem, m.template make_iswa_split<KE>(o.n_ctx, 4, o.n_ubatch));
+    return run_context(m, std::move(mem), o, sc, logits);
+  }
   if (o.memory == "full") {
     MNEMO_ASSIGN_OR_RETURN(auto mem, memory::full_cache<KE>::make(m.full_cache_config(o.n_ctx, 4)));
     return run_context(m, std::move(mem), o, sc, logits);
   }
-  return make_status(status_code::unsupported, "gemma3: --memory %s (this build has full, iswa)",
+  return make_status(status_code::unsupported,
+                     "gemma3: --memory %s (this build has full, iswa, iswa-split)",
                      o.memory.c_str());
 }
 status run(const model::gemma3_model& m, const options& o, const mnemo_examples::scenario& sc,

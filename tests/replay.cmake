@@ -40,6 +40,16 @@ if(MNEMO_BUILD_EXAMPLES AND EXISTS "${MNEMO_FIXTURES_DIR}/llama-tiny.gguf")
                    --threads 2 --memory iswa --ubatch 32
                    --compare "${MNEMO_FIXTURES_DIR}/gemma3-iswa.chunked.bin" 5e-3)
   set_tests_properties(replay.gemma3-iswa.chunked.iswa PROPERTIES LABELS replay)
+  # gemma3 on split streams in every layer (per-stream windows that forget in chunked).
+  foreach(scenario IN ITEMS single multi chunked branch)
+    add_test(NAME replay.gemma3-iswa.${scenario}.iswa-split
+             COMMAND mnemo-replay "${MNEMO_FIXTURES_DIR}/gemma3-iswa.gguf"
+                     "${MNEMO_FIXTURES_DIR}/gemma3-iswa.${scenario}.json"
+                     "${CMAKE_CURRENT_BINARY_DIR}/replay.gemma3-iswa.${scenario}.iswa-split.bin"
+                     --threads 2 --memory iswa-split --ubatch 32
+                     --compare "${MNEMO_FIXTURES_DIR}/gemma3-iswa.${scenario}.bin" 5e-3)
+    set_tests_properties(replay.gemma3-iswa.${scenario}.iswa-split PROPERTIES LABELS replay)
+  endforeach()
   add_test(NAME replay.unknown-memory
            COMMAND mnemo-replay "${MNEMO_FIXTURES_DIR}/llama-tiny.gguf"
                    "${MNEMO_FIXTURES_DIR}/llama-tiny.single.json"

@@ -41,6 +41,8 @@ template <class M>
 std::size_t part_layers(const M& m) {
   if constexpr (requires { m.config().shape.n_layer; })
     return m.config().shape.n_layer;
+  else if constexpr (requires { m.config().stream.shape.n_layer; })  // split_window
+    return m.config().stream.shape.n_layer;
   else
     return m.config().n_layer;
 }

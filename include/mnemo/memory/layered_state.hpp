@@ -16,6 +16,8 @@
 #include "mnemo/memory/layered.hpp"
 #include "mnemo/memory/recurrent_state.hpp"
 #include "mnemo/memory/sliding_window_state.hpp"
+#include "mnemo/memory/split_stream_state.hpp"
+#include "mnemo/memory/split_window_state.hpp"
 #include "mnemo/memory/state_format.hpp"
 
 namespace mnemo::memory {
@@ -103,6 +105,9 @@ inline status state_check(const recurrent& m, std::span<const std::uint8_t> data
 namespace detail {
 
 template <class M>
+requires requires(const M& m, std::span<const std::uint8_t> d, seq_id s) {
+  { state_check(m, d, s) } -> std::same_as<status>;
+}
 status part_state_check(const M& m, std::span<const std::uint8_t> data, seq_id dest) {
   return state_check(m, data, dest);
 }
@@ -112,6 +117,12 @@ status part_state_check(const sliding_window<KE, VE>& c, std::span<const std::ui
   auto r = state_check(c, data, dest, nullptr);
   return r.is_ok() ? status{} : r.error();
 }
+
+/// Parts whose state the composite can check before it changes any part.
+template <class M>
+concept state_checked = requires(const M& m, std::span<const std::uint8_t> d, seq_id s) {
+  { part_state_check(m, d, s) } -> std::same_as<status>;
+};
 
 template <class... P>
 state_header layered_header(const layered<P...>& m, std::int32_t seq) {
@@ -175,15 +186,33 @@ status state_read(layered<P...>& m, std::span<const std::uint8_t> data, seq_id d
   }
   if (r.remaining() != 0)
     return make_status(status_code::corrupt_data, "state_read: %zu trailing bytes", r.remaining());
+  // At most one part without a check (split_stream: its reader checks everything
+  // before it changes anything): it is read after the others are checked and before
+  // they change, so its refusal leaves every part as it was.
+  static_assert((0 + ... + (detail::state_checked<P> ? 0 : 1)) <= 1,
+                "state_read(layered<P...>) can keep at most one part without a "
+                "state_check() overload all-or-nothing: add one for your strategy");
   status st;
   m.each([&](const auto& p, std::size_t k) {
-    if (!st.is_ok()) return;
-    st = detail::part_state_check(p, blobs[k], dest);
-    if (!st.is_ok())
-      st = make_status(st.code(), "state_read: part %zu: %s", k, st.to_string().c_str());
+    if constexpr (detail::state_checked<std::decay_t<decltype(p)>>) {
+      if (!st.is_ok()) return;
+      st = detail::part_state_check(p, blobs[k], dest);
+      if (!st.is_ok())
+        st = make_status(st.code(), "state_read: part %zu: %s", k, st.to_string().c_str());
+    }
   });
   if (!st.is_ok()) return st;
   m.each([&](auto& p, std::size_t k) {
+    if constexpr (!detail::state_checked<std::decay_t<decltype(p)>>) {
+      if (!st.is_ok()) return;
+      st = state_read(p, blobs[k], dest);
+      if (!st.is_ok())
+        st = make_status(st.code(), "state_read: part %zu: %s", k, st.to_string().c_str());
+    }
+  });
+  if (!st.is_ok()) return st;
+  m.each([&](auto& p, std::size_t k) {
+    if constexpr (!detail::state_checked<std::decay_t<decltype(p)>>) return;
     status r2 = state_read(p, blobs[k], dest);
     if (!r2.is_ok() && st.is_ok())
       st = make_status(status_code::internal,

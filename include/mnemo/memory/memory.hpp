@@ -17,6 +17,8 @@
 #include "mnemo/memory/sliding_window_state.hpp"
 #include "mnemo/memory/split_stream.hpp"
 #include "mnemo/memory/split_stream_state.hpp"
+#include "mnemo/memory/split_window.hpp"
+#include "mnemo/memory/split_window_state.hpp"
 #include "mnemo/memory/state_format.hpp"
 #include "mnemo/memory/transaction.hpp"
 #include "mnemo/memory/types.hpp"

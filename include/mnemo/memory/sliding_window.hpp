@@ -49,6 +49,7 @@ struct sliding_window_config {
   std::size_t size = 0;         // cells; 0: the formula below (explicit: tests, spec §9)
   attention::rope_config rope;  // how cached keys were rotated (for K-shift)
   bool shift_supported = true;  // false for M-RoPE-like models
+  seq_id seq_label_base = 0;    // statuses name sequence s as s + this (split_window's streams)
 
   static constexpr std::size_t k_pad = 256;
   /// Cells of the cache: size, else n_ctx with swa_full, else

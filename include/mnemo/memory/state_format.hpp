@@ -35,6 +35,7 @@ enum class strategy_id : std::uint16_t {
   recurrent = 4,
   bounded = 5,
   composite = 6,
+  split_window = 7,
 };
 
 struct state_header {

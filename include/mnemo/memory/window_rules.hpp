@@ -7,10 +7,12 @@
 // lowest_kept(q) >= h.
 #pragma once
 
+#include <algorithm>
 #include <limits>
 
 #include "mnemo/attention/params.hpp"
 #include "mnemo/base/seq_set.hpp"
+#include "mnemo/memory/types.hpp"
 
 namespace mnemo::memory {
 
@@ -43,6 +45,14 @@ constexpr pos_t first_resumable(attention::window_kind w, pos_t n_swa, pos_t h) 
 /// resume at q (q = 0 is a fresh start and always possible).
 constexpr bool resumable(attention::window_kind w, pos_t n_swa, pos_t horizon, pos_t q) noexcept {
   return horizon <= 0 || q == 0 || lowest_kept(w, n_swa, q) >= horizon;
+}
+
+/// dst's horizon after seq_cp(src, dst, r) (spec §4.4): above src's forgotten positions
+/// in the range (horizon hs) and dst's own forgotten positions outside it (hd).
+constexpr pos_t copied_horizon(pos_t hs, pos_t hd, pos_range r) noexcept {
+  const pos_t from_src = r.p0 < hs ? std::min(r.p1, hs) : 0;
+  const pos_t from_dst = hd <= 0 ? 0 : r.contains(hd - 1) ? std::min(r.p0, hd) : hd;
+  return std::max(from_src, from_dst);
 }
 
 }  // namespace mnemo::memory

@@ -8,6 +8,8 @@
 // Like llama_model it is written against memory::kv_memory only, so it runs on
 //  - the interleaved composite: global layers on a full cache, local layers on a
 //    window-sized sliding_window (iswa_memory<KE>, make_iswa), or
+//  - the same on split streams: global layers on split_stream, local layers on a
+//    window per sequence (iswa_split_memory<KE>, make_iswa_split), or
 //  - one full cache for every layer (the window is then a mask only), for comparison.
 // The window is the model's: attention params come from the hyper-parameters, and a
 // memory that reports a window for a layer (layered::window) must agree with it.
@@ -31,6 +33,8 @@
 #include "mnemo/memory/full_cache.hpp"
 #include "mnemo/memory/layered.hpp"
 #include "mnemo/memory/sliding_window.hpp"
+#include "mnemo/memory/split_stream.hpp"
+#include "mnemo/memory/split_window.hpp"
 #include "mnemo/model/decoder_blocks.hpp"
 #include "mnemo/model/gemma3_hparams.hpp"
 #include "mnemo/model/gguf.hpp"
@@ -75,6 +79,11 @@ class gemma3_model {
   /// Global layers (part 0) on a full cache, local layers (part 1) on a sliding window.
   template <class KE, class VE = KE>
   using iswa_memory = memory::layered<memory::full_cache<KE, VE>, memory::sliding_window<KE, VE>>;
+  /// Global layers (part 0) on split streams, local layers (part 1) on a window per
+  /// sequence.
+  template <class KE, class VE = KE>
+  using iswa_split_memory =
+      memory::layered<memory::split_stream<KE, VE>, memory::split_window<KE, VE>>;
 
   /// Reads the hyper-parameters and checks every tensor's presence, shape and type.
   static result<gemma3_model> load(gguf_file file) {
@@ -160,6 +169,33 @@ class gemma3_model {
     MNEMO_ASSIGN_OR_RETURN(window_t w,
                            window_t::make(window_config(n_ctx, n_seq_max, n_ubatch, window_size)));
     return iswa_memory<KE, VE>::make(layer_parts(), std::move(g), std::move(w));
+  }
+  /// The interleaved composite on split streams: n_ctx_seq cells per sequence for the
+  /// global layers, pad(n_swa + n_ubatch, 256) per sequence (min n_ctx_seq) or
+  /// `window_size` for the local ones.
+  template <class KE, class VE = KE>
+  result<iswa_split_memory<KE, VE>> make_iswa_split(std::size_t n_ctx_seq, seq_id n_seq_max,
+                                                    std::uint32_t n_ubatch,
+                                                    std::size_t window_size = 0) const {
+    if (hp_.n_local() == 0 || hp_.n_global() == 0)
+      return make_status(status_code::invalid_argument,
+                         "gemma3: the interleaved memory needs local and global layers (this "
+                         "model has %u and %u); use one split-stream cache",
+                         hp_.n_local(), hp_.n_global());
+    const memory::full_cache_config g = global_cache_config(n_ctx_seq, n_seq_max);
+    memory::split_stream_config gc;
+    gc.shape = g.shape;
+    gc.size_per_stream = n_ctx_seq;
+    gc.n_seq_max = n_seq_max;
+    gc.rope = g.rope;
+    memory::split_window_config wc;
+    wc.stream = window_config(n_ctx_seq, 1, n_ubatch, window_size);
+    wc.n_seq_max = n_seq_max;
+    using split_t = memory::split_stream<KE, VE>;
+    using window_t = memory::split_window<KE, VE>;
+    MNEMO_ASSIGN_OR_RETURN(split_t gs, split_t::make(gc));
+    MNEMO_ASSIGN_OR_RETURN(window_t ws, window_t::make(wc));
+    return iswa_split_memory<KE, VE>::make(layer_parts(), std::move(gs), std::move(ws));
   }
 
   result<gemma3_workspace> make_workspace(std::uint32_t n_ubatch) const {

@@ -65,8 +65,8 @@ class sliding_window_ops {
                          "seq_cp: sequence %d would continue at %d, whose %s window of %d "
                          "reaches below %d, where sequence %d forgot its positions (it can "
                          "resume from %d)",
-                         dst, top + 1, attention::to_string(m().cfg_.window).data(), m().cfg_.n_swa,
-                         h, src, m().earliest_restorable_pos(src));
+                         label(dst), top + 1, attention::to_string(m().cfg_.window).data(),
+                         m().cfg_.n_swa, h, label(src), m().earliest_restorable_pos(src));
     return {};
   }
 
@@ -201,14 +201,16 @@ class sliding_window_ops {
   const M& m() const noexcept { return static_cast<const M&>(*this); }
   M& m() noexcept { return static_cast<M&>(*this); }
   static std::size_t idx(seq_id s) noexcept { return static_cast<std::size_t>(s); }
+  /// How a status names sequence s (config seq_label_base).
+  seq_id label(seq_id s) const noexcept { return s + m().cfg_.seq_label_base; }
 
   status lost(seq_id s, pos_t at, const char* op) const {
     return make_status(status_code::unsupported,
                        "%s: sequence %d cannot continue at position %d: its %s window of %d "
                        "forgot the positions below %d; the earliest position it can resume from "
                        "is %d (or 0, starting over)",
-                       op, s, at, attention::to_string(m().cfg_.window).data(), m().cfg_.n_swa,
-                       m().horizon_[idx(s)], m().earliest_restorable_pos(s));
+                       op, label(s), at, attention::to_string(m().cfg_.window).data(),
+                       m().cfg_.n_swa, m().horizon_[idx(s)], m().earliest_restorable_pos(s));
   }
 
   /// Whether a sequence whose highest held position is top (-1: none) and whose
@@ -219,13 +221,9 @@ class sliding_window_ops {
     return top >= h && resumable(m().cfg_.window, m().cfg_.n_swa, h, top + 1);
   }
 
-  /// dst's horizon after seq_cp: above src's forgotten positions in the range and
-  /// dst's own forgotten positions outside it.
+  /// dst's horizon after seq_cp (window_rules.hpp).
   pos_t copied_horizon(seq_id src, seq_id dst, pos_range r) const {
-    const pos_t hs = m().horizon_[idx(src)], hd = m().horizon_[idx(dst)];
-    const pos_t from_src = r.p0 < hs ? std::min(r.p1, hs) : 0;
-    const pos_t from_dst = hd <= 0 ? 0 : r.contains(hd - 1) ? std::min(r.p0, hd) : hd;
-    return std::max(from_src, from_dst);
+    return memory::copied_horizon(m().horizon_[idx(src)], m().horizon_[idx(dst)], r);
   }
 
   /// The horizon after moving [p0, p1) by new_pos: one above every forgotten position
@@ -265,8 +263,8 @@ class sliding_window_ops {
                            "%s: sequence %d would continue at %d, whose %s window of %d reaches "
                            "below %d, where its positions were forgotten (it can resume from %d "
                            "as it is)",
-                           op, s, top + 1, attention::to_string(c.cfg_.window).data(), c.cfg_.n_swa,
-                           h2, c.earliest_restorable_pos(s));
+                           op, label(s), top + 1, attention::to_string(c.cfg_.window).data(),
+                           c.cfg_.n_swa, h2, c.earliest_restorable_pos(s));
     }
     std::size_t shared = 0, free_cells = 0;
     for (std::size_t i = 0; i < c.cells_.size(); ++i) {
@@ -281,7 +279,7 @@ class sliding_window_ops {
       return make_status(status_code::no_space,
                          "%s: sequence %d shares %zu cells with other sequences and needs as many "
                          "free cells to move them apart, but only %zu are free",
-                         op, s, shared, free_cells);
+                         op, label(s), shared, free_cells);
     return {};
   }
 
