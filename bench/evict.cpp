@@ -2,8 +2,12 @@
 // d 128, 8 KV heads x group 4, 1 thread), split into the attention call and the
 // policy's bookkeeping (prepare, apply, write, views, statistics setup, scoring,
 // eviction, commit). Counters: attn_us, book_us and book/attn, the bound
-// being book/attn <= 0.10 at B = 1024. BM_attend_plain is the same attention with
-// attend() directly: streaming_llm's null-sink path must cost the same.
+// being book/attn <= 0.10 at B = 1024; cells_read, the most cells one lane's view
+// handed to attention (B + 1 with budget_rule::kept, B with budget_rule::read).
+// BM_attend_plain is the same attention with attend() directly: streaming_llm's
+// null-sink path must cost the same. The `_per_head` variants keep per-KV-head lanes
+// (8 attention calls of one KV head each, queries gathered and outputs scattered,
+// counted as attention); compare their attn_us with the per-layer rows.
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -26,7 +30,8 @@ using namespace mnemo;
 using E = dtype::f16;
 constexpr std::size_t k_d = 128, k_hkv = 8, k_group = 4;
 
-template <class Policy>
+template <class Policy, memory::kv_granularity G = memory::kv_granularity::per_layer,
+          memory::budget_rule R = memory::budget_rule::kept>
 struct decode_setup {
   memory::bounded<Policy, E> m;
   attention::shape sh{k_hkv * k_group, k_hkv, k_d, k_d};
@@ -51,6 +56,8 @@ struct decode_setup {
     c.budget = budget;
     c.max_ubatch = 1;
     c.rope.layout = attention::rope_layout::none;
+    c.granularity = G;
+    c.rule = R;
     return memory::bounded<Policy, E>::make(c).value();
   }
   /// One decode step; accumulates attention and bookkeeping nanoseconds.
@@ -71,7 +78,10 @@ struct decode_setup {
     const bool stats = m.stats_sink(0, 0, sink);
     const auto t1 = clk::now();
     const attention::query_batch qb{q.data(), 1, pos, seq, nullptr};
-    if constexpr (Policy::uses_attention) {
+    if constexpr (G == memory::kv_granularity::per_kv_head) {
+      (void)evict::detail::attend_lanes<simd::native, E, E, Policy::uses_attention>(
+          k_hkv, sh, ap, qb, lv, out.data(), ws, {1}, stats, sink);
+    } else if constexpr (Policy::uses_attention) {
       if (stats)
         (void)attention::attend<simd::native, E, E, attention::mass_sink>(
             sh, ap, qb, lv.streams, out.data(), ws, {1}, sink);
@@ -90,9 +100,10 @@ struct decode_setup {
   }
 };
 
-template <class Policy>
+template <class Policy, memory::kv_granularity G = memory::kv_granularity::per_layer,
+          memory::budget_rule R = memory::budget_rule::kept>
 void BM_decode_step(benchmark::State& state) {
-  decode_setup<Policy> s(static_cast<std::size_t>(state.range(0)));
+  decode_setup<Policy, G, R> s(static_cast<std::size_t>(state.range(0)));
   double attn = 0, book = 0;
   for (auto _ : state) s.step(&attn, &book);
   const double n = static_cast<double>(state.iterations());
@@ -125,6 +136,28 @@ BENCHMARK(BM_decode_step<evict::streaming_llm>)->ArgName("B")->Arg(1024)->Arg(40
 BENCHMARK(BM_decode_step<evict::h2o>)->ArgName("B")->Arg(1024)->Arg(4096);
 BENCHMARK(BM_decode_step<evict::tova>)->ArgName("B")->Arg(1024)->Arg(4096);
 BENCHMARK(BM_decode_step<evict::snapkv>)->ArgName("B")->Arg(1024)->Arg(4096);
+
+constexpr auto k_head = memory::kv_granularity::per_kv_head;
+constexpr auto k_layer = memory::kv_granularity::per_layer;
+constexpr auto k_read = memory::budget_rule::read;
+template <class Policy>
+void BM_decode_step_per_head(benchmark::State& state) {
+  BM_decode_step<Policy, k_head>(state);
+}
+template <class Policy>
+void BM_decode_step_read(benchmark::State& state) {
+  BM_decode_step<Policy, k_layer, k_read>(state);
+}
+template <class Policy>
+void BM_decode_step_per_head_read(benchmark::State& state) {
+  BM_decode_step<Policy, k_head, k_read>(state);
+}
+BENCHMARK(BM_decode_step_per_head<evict::streaming_llm>)->ArgName("B")->Arg(1024)->Arg(4096);
+BENCHMARK(BM_decode_step_per_head<evict::h2o>)->ArgName("B")->Arg(1024)->Arg(4096);
+BENCHMARK(BM_decode_step_per_head<evict::tova>)->ArgName("B")->Arg(1024)->Arg(4096);
+BENCHMARK(BM_decode_step_per_head<evict::snapkv>)->ArgName("B")->Arg(1024)->Arg(4096);
+BENCHMARK(BM_decode_step_read<evict::h2o>)->ArgName("B")->Arg(1024);
+BENCHMARK(BM_decode_step_per_head_read<evict::h2o>)->ArgName("B")->Arg(1024);
 
 }  // namespace
 

@@ -2,12 +2,17 @@
 // largest (the value-norm term of keys_values' h2o-vlen, spec/eviction.md §1 row 3),
 // plus the first token and a short recent window. The concept checks it at compile
 // time (remove score() and the compiler says what is missing: docs/eviction.md).
+// The same policy runs per KV head unchanged (third argument "head"): it sums the
+// value norms over the token's heads, so every head keeps the same set; reading
+// only head step.kv_head's row (step.first_head(), step.head_count()) would make
+// the sets differ per head.
 //
-//   custom_policy [n_tokens] [budget]
+//   custom_policy [n_tokens] [budget] [layer|head]
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <string_view>
 
 #include "common/random_llama.hpp"
 
@@ -68,6 +73,8 @@ int main(int argc, char** argv) {
   c.budget = budget;
   c.max_ubatch = 32;
   c.rope = m.hparams().rope();
+  if (argc > 3 && std::string_view(argv[3]) == "head")
+    c.granularity = memory::kv_granularity::per_kv_head;
   using memory_t = memory::bounded<value_norm_policy, dtype::f16>;
   auto ctx = context<model::llama_model, memory_t>::make(m, memory_t::make(c, p).value(),
                                                          {.n_ubatch = 32, .n_seq_max = 1});

@@ -85,23 +85,33 @@ inline synthetic make_synthetic(const synthetic_spec& sp) {
 
 /// What one run of a memory over a synthetic sequence produced.
 struct run_result {
-  std::vector<float> out;          // [n_decode, n_head, d] attention output of decode rows
-  std::vector<pos_t> kept;         // positions held at the end
-  std::size_t max_view_cells = 0;  // most cells handed to attention in one call
+  std::vector<float> out;   // [n_decode, n_head, d] attention output of decode rows
+  std::vector<pos_t> kept;  // positions held at the end (lane 0)
+  std::vector<std::vector<pos_t>> kept_per_lane;  // [lanes] positions held at the end
+  std::size_t max_view_cells = 0;                 // most cells handed to attention in one call
   bool heavy_kept_at_end = false, needle_kept_at_question = false;
+};
+
+/// How a synthetic run configures its memory beyond the budget.
+struct run_options {
+  memory::position_mode mode = memory::position_mode::original;
+  memory::kv_granularity granularity = memory::kv_granularity::per_layer;
+  memory::budget_rule rule = memory::budget_rule::kept;
 };
 
 /// Prefill `n_prefill` tokens in chunks of `chunk`, then decode the rest one by one.
 template <class Policy>
 run_result run_synthetic(const synthetic& s, std::size_t n_prefill, std::size_t chunk,
-                         std::size_t budget, Policy policy = {},
-                         memory::position_mode mode = memory::position_mode::original) {
+                         std::size_t budget, Policy policy, run_options o) {
+  const memory::position_mode mode = o.mode;
   memory::bounded_config cfg;
   cfg.shape = {1, s.n_head_kv, s.d, s.d};
   cfg.budget = budget;
   cfg.max_ubatch = chunk;
   cfg.rope.layout = attention::rope_layout::none;
   cfg.positions = mode;
+  cfg.granularity = o.granularity;
+  cfg.rule = o.rule;
   auto m = memory::bounded<Policy, float>::make(cfg, policy).value();
   const attention::shape sh{s.n_head, s.n_head_kv, s.d, s.d};
   attention::params ap;
@@ -127,6 +137,7 @@ run_result run_synthetic(const synthetic& s, std::size_t n_prefill, std::size_t 
       m.write_kv(0, 0, j, &s.k[(t + j) * Hk * d], &s.v[(t + j) * Hk * d]);
     m.views(0, 0, lv);
     for (const auto& seg : lv.segments) r.max_view_cells = std::max(r.max_view_cells, seg.n_cells);
+    EXPECT_EQ(r.max_view_cells, m.view_stats().max_cells);
     out.assign(n * H * d, 0.0f);
     const attention::query_batch qb{&s.q[t * H * d], n, pos.data(), seq.data(), nullptr};
     const status st = evict::attend_observed<simd::native, float, float>(
@@ -135,18 +146,31 @@ run_result run_synthetic(const synthetic& s, std::size_t n_prefill, std::size_t 
     m.commit();
     if (t >= n_prefill) r.out.insert(r.out.end(), out.begin(), out.end());
     t += n;
-    auto holds = [&](pos_t p) {
-      const auto& ln = m.lane_of(0, 0);
-      for (pos_t q : ln.pos)
-        if (q == p) return true;
-      return false;
+    auto holds = [&](pos_t p) {  // in every lane
+      for (std::size_t h = 0; h < m.lanes_per_layer(); ++h) {
+        bool found = false;
+        for (pos_t q : m.lane_of(0, 0, h).pos) found |= q == p;
+        if (!found) return false;
+      }
+      return true;
     };
     if (t == s.n_tokens - s.n_question) r.needle_kept_at_question = holds(s.needle);
   }
   for (pos_t p : m.lane_of(0, 0).pos)
     if (p >= 0) r.kept.push_back(p);
+  r.kept_per_lane.resize(m.lanes_per_layer());
+  for (std::size_t h = 0; h < m.lanes_per_layer(); ++h)
+    for (pos_t p : m.lane_of(0, 0, h).pos)
+      if (p >= 0) r.kept_per_lane[h].push_back(p);
   for (pos_t p : r.kept) r.heavy_kept_at_end |= p == s.heavy;
   return r;
+}
+
+template <class Policy>
+run_result run_synthetic(const synthetic& s, std::size_t n_prefill, std::size_t chunk,
+                         std::size_t budget, Policy policy = {},
+                         memory::position_mode mode = memory::position_mode::original) {
+  return run_synthetic(s, n_prefill, chunk, budget, policy, run_options{mode});
 }
 
 /// Mean relative L2 error of the decode rows of `a` against `ref`.

@@ -26,13 +26,20 @@
 
 namespace mnemo::evict {
 
-/// One attention call of one sequence in one layer.
+/// One attention call of one sequence in one layer (and, with per-KV-head lanes,
+/// one KV head: the lane the hook is about).
 struct step_info {
   std::size_t layer = 0;
   seq_id seq = 0;
-  pos_t pos_end = 0;      // 1 + the sequence's newest position after this call
-  std::size_t n_new = 0;  // tokens of this sequence in the call (> 1: a prefill chunk)
+  pos_t pos_end = 0;        // 1 + the sequence's newest position after this call
+  std::size_t n_new = 0;    // tokens of this sequence in the call (> 1: a prefill chunk)
+  std::size_t kv_head = 0;  // the lane's KV head (per_kv_head granularity; else 0)
+  bool per_head = false;    // true: the lane holds KV head kv_head only
   bool prefill() const noexcept { return n_new > 1; }
+  /// The KV heads a slot of this lane stands for: [first, first + count) of the
+  /// token's k/v rows (all of them per layer, kv_head alone per head).
+  std::size_t first_head() const noexcept { return per_head ? kv_head : 0; }
+  std::size_t head_count(std::size_t n_head_kv) const noexcept { return per_head ? 1 : n_head_kv; }
 };
 
 /// The slots of one (sequence, layer): positions and the policy's per-slot state.
@@ -54,7 +61,8 @@ struct stats_request {
 /// Attention mass of the requested rows (attention::mass_sink's E1 export):
 /// mass[h * stride + slot] = sum over the requested rows and the GQA group of head h
 /// of the softmax weight on `slot`. Each row's weights sum to 1 over the live slots,
-/// so the total is rows * n_head (rows * group per KV head).
+/// so the total is rows * n_head (rows * group per KV head). With per-KV-head lanes
+/// n_head_kv is 1 and the mass is the lane's own head's, so total() scores per head.
 struct attention_mass {
   const float* mass = nullptr;  // [n_head_kv, stride]
   std::size_t stride = 0;       // slots covered (a prefix of the capacity)
@@ -74,6 +82,12 @@ struct attention_mass {
 ///   stats_request request(const step_info&)      which rows' mass this call needs
 ///   void on_insert(const step_info&, slot_view, std::size_t slot,
 ///                  const float* k, const float* v)  k: [n_head_kv, d_k], v: [n_head_kv, d_v] f32
+///                  (the whole token; a per-head lane's slot stands for KV head
+///                  step.kv_head, so a per-head-aware policy reads that head's row:
+///                  step.first_head(), step.head_count(n_head_kv))
+/// A per-layer policy works unchanged under per-KV-head lanes: every hook is called
+/// per lane, the mass it sees is the lane's head's, and on_insert scores that ignore
+/// kv_head give every head the same order (the same kept set when nothing else differs).
 ///   void on_attention(const step_info&, slot_view, const attention_mass&)
 ///   float score(const step_info&, slot_view, std::size_t slot)   lower is evicted first
 ///   bool protect(const step_info&, slot_view, std::size_t slot)  evicted only as a last resort

@@ -1,18 +1,29 @@
 // The bounded KV strategy, bounded<Policy, KE, VE> (issue 9, spec/eviction.md §4):
-// every (sequence, layer) keeps at most `budget` cells between calls; a call writes
-// its tokens into free slots, attends, and then evicts down to the budget by the
-// policy's scores ("attend first, then evict": each token is scored before it can
-// go). Eviction frees slots in place; the policy's per-slot state stays with its
-// slot. Each layer keeps its own slot set (per-layer granularity).
+// every lane keeps at most `budget` cells between calls; a call writes its tokens
+// into free slots, attends, and then evicts down to the budget by the policy's
+// scores ("attend first, then evict": each token is scored before it can go).
+// Eviction frees slots in place; the policy's per-slot state stays with its slot.
 //
-// Layout: one lane per (sequence, layer) of capacity = budget + max_ubatch slots
-// (the slack holds one micro-batch of a sequence before eviction), positions and
-// policy state per slot, K/V rows in one kv_storage of n_seq_max * capacity cells.
-// A lane's live slots are kept within a dense prefix: new tokens take the lowest
-// free slots and, when a call leaves holes below the highest live slot (after a
-// multi-token eviction), the highest cells move into them. So a decode step hands
-// attention at most budget + 1 cells per layer and sequence, and a steady decode
-// moves no row (the victim's slot takes the next token).
+// Granularity (spec §0 "Gran."): a lane is one (sequence, layer) by default
+// (kv_granularity::per_layer: one kept set for all KV heads), or one (sequence,
+// layer, KV head) with kv_granularity::per_kv_head (spec granularity Hkv: each head
+// keeps its own B slots, chosen from its own scores). Per-head lanes store one KV
+// head per row, each lane's rows contiguous ([n_seq, n_head_kv, capacity] rows of
+// d_k), so the bytes are the same as per layer and attention for KV head h streams
+// that lane's dense prefix (evict::attend_observed calls the kernel once per KV head).
+//
+// Layout: each lane has capacity = budget + max_ubatch slots (the slack holds one
+// micro-batch of a sequence before eviction), positions and policy state per slot,
+// K/V rows in one kv_storage of n_seq_max * capacity cells. A lane's live slots are
+// kept within a dense prefix: new tokens take the lowest free slots and, when a call
+// leaves holes below the highest live slot (after a multi-token eviction), the
+// highest cells move into them. A steady decode moves no row (the victim's slot
+// takes the next token).
+//
+// Budget rule: budget_rule::kept (spec §4.4) keeps B cells between calls, so a
+// decode step reads B + 1 (the kept cells and its own token); budget_rule::read
+// (issue 9: "decode with budget B reads at most B cells") keeps B - 1 between calls,
+// so a decode step reads at most max(B, 1) cells including its own token.
 //
 // Positions: position_mode::original keeps each token's position (no re-rotation;
 // the queries keep their absolute positions); position_mode::compact renumbers the
@@ -21,7 +32,7 @@
 // seq_pos_max() is the logical newest position, which an eviction does not lower.
 //
 // Transactions: the first change of a lane in a batch snapshots its positions and
-// state, and a K/V row that was live when the batch began is saved before it is
+// state, and a K/V part that was live when the batch began is saved before it is
 // overwritten, so rollback() restores evictions, moves and new tokens exactly.
 // Like split_stream, a token belongs to one sequence (coupled tokens are refused).
 #pragma once
@@ -49,22 +60,44 @@ enum class position_mode : std::uint8_t {
   compact,   // kept tokens renumbered 0..n-1, keys re-rotated (StreamingLLM streaming)
 };
 
+/// Which cells share one kept set (spec §0, column "Gran.").
+enum class kv_granularity : std::uint8_t {
+  per_layer,    // one set per (sequence, layer) for all KV heads (spec L)
+  per_kv_head,  // one set per (sequence, layer, KV head), each from its own scores (Hkv)
+};
+
+/// What the budget bounds.
+enum class budget_rule : std::uint8_t {
+  kept,  // B cells kept between calls; a decode step reads B + 1 (spec §4.4)
+  read,  // B - 1 kept between calls; a decode step reads at most max(B, 1) (issue 9)
+};
+
 struct bounded_config {
   kv_shape shape;
-  std::size_t budget = 0;        // cells kept per sequence and layer between calls
+  std::size_t budget = 0;        // cells per lane (see `rule`)
   std::size_t max_ubatch = 512;  // most tokens of one sequence in one micro-batch
   seq_id n_seq_max = 1;
   attention::rope_config rope;  // how cached keys were rotated (shifts, compact mode)
   bool shift_supported = true;
   position_mode positions = position_mode::original;
+  kv_granularity granularity = kv_granularity::per_layer;
+  budget_rule rule = budget_rule::kept;
 
   std::size_t capacity() const noexcept { return budget + max_ubatch; }
+  /// Cells a lane keeps after a call's eviction.
+  std::size_t kept() const noexcept {
+    return rule == budget_rule::kept ? budget : (budget > 0 ? budget - 1 : 0);
+  }
+  /// Lanes per (sequence, layer): 1, or n_head_kv with per-KV-head lanes.
+  std::size_t lanes_per_layer() const noexcept {
+    return granularity == kv_granularity::per_kv_head ? shape.n_head_kv : 1;
+  }
 };
 
 /// What views() handed to attention so far (the "reads at most B cells" check).
 struct bounded_view_stats {
   std::size_t calls = 0;           // views() calls
-  std::size_t max_cells = 0;       // most cells of one sequence's view
+  std::size_t max_cells = 0;       // most cells of one lane's view
   std::size_t max_new_tokens = 0;  // with this many tokens of that sequence in the call
 };
 
@@ -80,7 +113,7 @@ class bounded {
   static constexpr bool wants_attention_stats = Policy::uses_attention;
   static constexpr std::size_t state_floats = Policy::state_floats;
 
-  /// One (sequence, layer): slot positions (< 0: free) and the policy's state.
+  /// One (sequence, layer[, KV head]): slot positions (< 0: free) and the policy's state.
   struct lane {
     std::vector<pos_t> pos;    // [capacity]
     std::vector<float> state;  // [capacity * state_floats]
@@ -94,13 +127,22 @@ class bounded {
                          cfg.n_seq_max, k_max_seq);
     if (cfg.max_ubatch == 0)
       return make_status(status_code::invalid_argument, "bounded: max_ubatch must be > 0");
+    if (cfg.granularity == kv_granularity::per_kv_head && cfg.shape.n_head_kv == 0)
+      return make_status(status_code::invalid_argument, "bounded: per_kv_head needs n_head_kv > 0");
     MNEMO_RETURN_IF_ERROR(cfg.rope.validate(cfg.shape.d_k));
     bounded b;
     b.cfg_ = cfg;
     b.policy_ = std::move(policy);
     const std::size_t cap = cfg.capacity(), n_seq = static_cast<std::size_t>(cfg.n_seq_max);
-    MNEMO_ASSIGN_OR_RETURN(b.kv_, (kv_storage<KE, VE>::make(cfg.shape, n_seq * cap)));
-    b.lanes_.resize(n_seq * cfg.shape.n_layer);
+    // Per KV head: rows of one head each, [n_seq, n_head_kv, capacity] of them, so a
+    // head's lane is contiguous in memory (the kernel streams it like a full cache).
+    b.lh_ = cfg.lanes_per_layer();
+    kv_shape row_shape = cfg.shape;
+    row_shape.n_head_kv = cfg.shape.n_head_kv / b.lh_;
+    MNEMO_ASSIGN_OR_RETURN(b.kv_, (kv_storage<KE, VE>::make(row_shape, n_seq * b.lh_ * cap)));
+    b.k_part_ = b.kv_.k_row_bytes() / sizeof(KE);
+    b.v_part_ = b.kv_.v_row_bytes() / sizeof(VE);
+    b.lanes_.resize(n_seq * cfg.shape.n_layer * b.lh_);
     for (lane& ln : b.lanes_) {
       ln.pos.assign(cap, -1);
       ln.state.assign(cap * state_floats, 0.0f);
@@ -113,13 +155,16 @@ class bounded {
   const bounded_config& config() const noexcept { return cfg_; }
   const Policy& policy() const noexcept { return policy_; }
   std::size_t capacity() const noexcept { return cfg_.capacity(); }
-  const lane& lane_of(seq_id s, std::size_t layer) const noexcept {
-    return lanes_[static_cast<std::size_t>(s) * cfg_.shape.n_layer + layer];
+  /// Lanes per (sequence, layer): 1 per layer, n_head_kv per KV head.
+  std::size_t lanes_per_layer() const noexcept { return lh_; }
+  /// The lane of (s, layer) and, with per-KV-head lanes, KV head `head`.
+  const lane& lane_of(seq_id s, std::size_t layer, std::size_t head = 0) const noexcept {
+    return lanes_[lane_index(s, layer, head)];
   }
   const kv_storage<KE, VE>& kv() const noexcept { return kv_; }
-  /// The storage cell of slot `slot` of sequence s.
-  std::size_t cell_of(seq_id s, std::size_t slot) const noexcept {
-    return static_cast<std::size_t>(s) * capacity() + slot;
+  /// The storage row of slot `slot` of sequence s (and lane `head` per KV head).
+  std::size_t cell_of(seq_id s, std::size_t slot, std::size_t head = 0) const noexcept {
+    return (static_cast<std::size_t>(s) * lh_ + head) * capacity() + slot;
   }
   const bounded_view_stats& view_stats() const noexcept { return vstats_; }
   void reset_view_stats() noexcept { vstats_ = {}; }
@@ -131,8 +176,9 @@ class bounded {
     if (!valid(s)) return -1;
     pos_t m = -1;
     for (std::size_t l = 0; l < cfg_.shape.n_layer; ++l)
-      for (pos_t p : lane_of(s, l).pos)
-        if (p >= 0 && (m < 0 || p < m)) m = p;
+      for (std::size_t h = 0; h < lh_; ++h)
+        for (pos_t p : lane_of(s, l, h).pos)
+          if (p >= 0 && (m < 0 || p < m)) m = p;
     return m;
   }
   /// The newest position of s (evicted or not); -1 when s holds nothing.
@@ -162,22 +208,27 @@ class bounded {
   void rollback();
 
   /// K/V of token j of micro-batch u in one layer; k: [n_head_kv, d_k] f32,
-  /// v: [n_head_kv, d_v] f32. The policy sees the f32 rows (on_insert).
+  /// v: [n_head_kv, d_v] f32. The policy sees the f32 rows (on_insert, per lane).
   template <class Isa = simd::native>
   void write_kv(std::size_t layer, std::size_t u, std::size_t j, const float* k,
                 const float* v) noexcept {
     const planned& pl = plan_[u];
     const seq_step& ss = pl.seqs[pl.token_seq[j]];
-    const std::uint32_t slot = pl.slots[j * cfg_.shape.n_layer + layer];
-    const std::size_t c = cell_of(ss.seq, slot);
-    const auto& sh = cfg_.shape;
-    dtype::encode_row<Isa>(k, kv_.k(layer, c), sh.n_head_kv * sh.d_k);
-    dtype::encode_row<Isa>(v, kv_.v(layer, c), sh.n_head_kv * sh.d_v);
-    policy_.on_insert(step(ss, layer), view_of(mut_lane(ss.seq, layer)), slot, k, v);
+    const std::size_t hk = cfg_.shape.n_head_kv / lh_;  // KV heads per lane
+    for (std::size_t h = 0; h < lh_; ++h) {
+      const std::uint32_t slot = pl.slots[(j * cfg_.shape.n_layer + layer) * lh_ + h];
+      dtype::encode_row<Isa>(k + h * hk * cfg_.shape.d_k, k_part(layer, ss.seq, slot, h),
+                             hk * cfg_.shape.d_k);
+      dtype::encode_row<Isa>(v + h * hk * cfg_.shape.d_v, v_part(layer, ss.seq, slot, h),
+                             hk * cfg_.shape.d_v);
+      policy_.on_insert(step(ss, layer, h), view_of(mut_lane(ss.seq, layer, h)), slot, k, v);
+    }
   }
 
-  /// One kv_view per sequence of micro-batch u (increasing id): one segment over
-  /// the lane's dense prefix [0, top).
+  /// Per layer: one kv_view per sequence of micro-batch u (increasing id), one
+  /// segment over the lane's dense prefix [0, top). Per KV head: lanes_per_layer()
+  /// groups of such views, head-major (streams[h * n_seq + k] is head h's part of
+  /// sequence k's lane); evict::attend_observed attends each group with n_head_kv 1.
   void views(std::size_t layer, std::size_t u, layer_views& out) const;
 
   /// Fills `sink` with mass buffers for the sequences whose policy asks for
@@ -190,7 +241,25 @@ class bounded {
   memory_report report() const;
 
   // ---- for state_read (bounded_state.hpp) ----------------------------------------
-  lane& mutable_lane(seq_id s, std::size_t layer) noexcept { return mut_lane(s, layer); }
+  lane& mutable_lane(seq_id s, std::size_t layer, std::size_t head = 0) noexcept {
+    return mut_lane(s, layer, head);
+  }
+  /// The K/V row of slot `slot` of lane (s, layer, head): all KV heads per layer,
+  /// head `head` alone per KV head.
+  KE* k_part(std::size_t layer, seq_id s, std::size_t slot, std::size_t head) noexcept {
+    return kv_.k(layer, cell_of(s, slot, head));
+  }
+  VE* v_part(std::size_t layer, seq_id s, std::size_t slot, std::size_t head) noexcept {
+    return kv_.v(layer, cell_of(s, slot, head));
+  }
+  const KE* k_part(std::size_t layer, seq_id s, std::size_t slot, std::size_t head) const noexcept {
+    return kv_.k(layer, cell_of(s, slot, head));
+  }
+  const VE* v_part(std::size_t layer, seq_id s, std::size_t slot, std::size_t head) const noexcept {
+    return kv_.v(layer, cell_of(s, slot, head));
+  }
+  std::size_t k_part_bytes() const noexcept { return k_part_ * sizeof(KE); }
+  std::size_t v_part_bytes() const noexcept { return v_part_ * sizeof(VE); }
   kv_storage<KE, VE>& mutable_kv() noexcept { return kv_; }
   void set_pos_max(seq_id s, pos_t p) noexcept { pos_max_[static_cast<std::size_t>(s)] = p; }
   static void recount(lane& ln) noexcept {
@@ -213,7 +282,7 @@ class bounded {
   struct planned {
     std::vector<seq_step> seqs;            // sorted by sequence id
     std::vector<std::uint32_t> token_seq;  // [n_tokens] index into seqs
-    std::vector<std::uint32_t> slots;      // [n_tokens * n_layer]
+    std::vector<std::uint32_t> slots;      // [n_tokens, n_layer, lanes_per_layer]
   };
   struct snapshot {
     std::size_t lane;
@@ -223,18 +292,23 @@ class bounded {
     std::size_t live, top;
   };
   struct row_save {
-    std::size_t layer, cell, offset;
+    std::size_t layer;
+    seq_id seq;
+    std::size_t slot, head, offset;
   };
 
   bounded() = default;
 
   bool valid(seq_id s) const noexcept { return s >= 0 && s < cfg_.n_seq_max; }
-  lane& mut_lane(seq_id s, std::size_t layer) noexcept {
-    return lanes_[static_cast<std::size_t>(s) * cfg_.shape.n_layer + layer];
+  std::size_t lane_index(seq_id s, std::size_t layer, std::size_t head) const noexcept {
+    return (static_cast<std::size_t>(s) * cfg_.shape.n_layer + layer) * lh_ + head;
+  }
+  lane& mut_lane(seq_id s, std::size_t layer, std::size_t head = 0) noexcept {
+    return lanes_[lane_index(s, layer, head)];
   }
   static evict::slot_view view_of(lane& ln) noexcept { return {ln.pos, ln.state}; }
-  evict::step_info step(const seq_step& ss, std::size_t layer) const noexcept {
-    return {layer, ss.seq, ss.pos_end, ss.n_new};
+  evict::step_info step(const seq_step& ss, std::size_t layer, std::size_t head) const noexcept {
+    return {layer, ss.seq, ss.pos_end, ss.n_new, head, lh_ > 1};
   }
   status no_open_batch(const char* op) const {
     if (!in_batch()) return {};
@@ -245,28 +319,31 @@ class bounded {
 
   // Transaction log: a lane's first change snapshots it; rows live at the start of
   // the batch are saved before their first overwrite.
-  void touch(seq_id s, std::size_t layer);
-  void save_row(seq_id s, std::size_t layer, std::size_t slot);
+  void touch(seq_id s, std::size_t layer, std::size_t head);
+  void save_row(seq_id s, std::size_t layer, std::size_t head, std::size_t slot);
 
   void free_slot(lane& ln, std::size_t slot) noexcept {
     ln.pos[slot] = -1;
     --ln.live;
     while (ln.top > 0 && ln.pos[ln.top - 1] < 0) --ln.top;
   }
-  void move_slot(seq_id s, std::size_t layer, std::size_t from, std::size_t to);
-  void close_holes(seq_id s, std::size_t layer);
-  void evict_to_budget(const seq_step& ss, std::size_t layer);
-  void renumber(seq_id s, std::size_t layer);
-  /// Rotates the cached key of slot `slot` by delta positions (K-shift).
-  void rotate_key(std::size_t layer, std::size_t cell, const attention::rope_table& t);
+  void move_slot(seq_id s, std::size_t layer, std::size_t head, std::size_t from, std::size_t to);
+  void close_holes(seq_id s, std::size_t layer, std::size_t head);
+  void evict_to_budget(const seq_step& ss, std::size_t layer, std::size_t head);
+  void renumber(seq_id s, std::size_t layer, std::size_t head);
+  /// Rotates the cached key part of (s, slot, head) by the table's delta (K-shift).
+  void rotate_key(std::size_t layer, seq_id s, std::size_t slot, std::size_t head,
+                  const attention::rope_table& t);
   template <class NewPos>
   status shift_positions(seq_id s, pos_t p0, pos_t p1, const char* op, NewPos new_pos);
 
   bounded_config cfg_;
   Policy policy_;
   kv_storage<KE, VE> kv_;
-  std::vector<lane> lanes_;     // [n_seq_max * n_layer]
-  std::vector<pos_t> pos_max_;  // [n_seq_max] logical newest position
+  std::size_t lh_ = 1;                   // lanes per (sequence, layer)
+  std::size_t k_part_ = 0, v_part_ = 0;  // K / V elements of one lane's row
+  std::vector<lane> lanes_;              // [n_seq_max, n_layer, lanes_per_layer]
+  std::vector<pos_t> pos_max_;           // [n_seq_max] logical newest position
   std::vector<planned> plan_;
   // transaction
   bool tx_open_ = false;
@@ -278,7 +355,7 @@ class bounded {
   std::vector<pos_t> tx_pos_max_;
   // scratch
   std::vector<float> mass_;
-  std::vector<float*> mass_ptr_;
+  std::vector<float*> mass_ptr_;  // [lanes_per_layer, n_seq of the micro-batch]
   std::vector<std::uint8_t> rows_;
   std::vector<std::size_t> mass_off_;
   std::vector<std::uint32_t> cand_;
@@ -289,5 +366,7 @@ class bounded {
 }  // namespace mnemo::memory
 
 #define MNEMO_MEMORY_DETAIL_OK_
+#include "mnemo/memory/detail/bounded_evict.hpp"
 #include "mnemo/memory/detail/bounded_ops.hpp"
+#include "mnemo/memory/detail/bounded_seq_ops.hpp"
 #undef MNEMO_MEMORY_DETAIL_OK_
