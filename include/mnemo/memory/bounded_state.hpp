@@ -25,22 +25,8 @@ namespace detail {
 
 template <class P, class KE, class VE>
 state_header bounded_header(const bounded<P, KE, VE>& c, std::int32_t seq) {
-  const auto& cfg = c.config();
-  state_header h;
-  h.strategy = static_cast<std::uint16_t>(strategy_id::bounded);
-  h.seq = seq;
-  h.n_layer = static_cast<std::uint32_t>(cfg.shape.n_layer);
-  h.n_head_kv = static_cast<std::uint32_t>(cfg.shape.n_head_kv);
-  h.d_k = static_cast<std::uint32_t>(cfg.shape.d_k);
-  h.d_v = static_cast<std::uint32_t>(cfg.shape.d_v);
-  h.k_type = dtype::ggml_type_id(dtype::element_type_of<KE>);
-  h.v_type = dtype::ggml_type_id(dtype::element_type_of<VE>);
-  h.rope_layout = static_cast<std::uint8_t>(cfg.rope.layout);
-  h.n_rot = static_cast<std::uint32_t>(cfg.rope.n_rot);
-  h.freq_base = cfg.rope.freq_base;
-  h.freq_scale = cfg.rope.freq_scale;
-  h.n_stream = static_cast<std::uint32_t>(cfg.n_seq_max);
-  return h;
+  return kv_state_header<KE, VE>(strategy_id::bounded, seq, c.config(),
+                                 static_cast<std::uint32_t>(c.config().n_seq_max));
 }
 
 template <class P, class KE, class VE>
