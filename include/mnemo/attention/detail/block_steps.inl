@@ -179,7 +179,8 @@ static void block_values(const detail::call& c, std::size_t R, std::size_t hk,
       const VE* vrow[Bc];
       for (std::size_t x = 0; x < n_js; ++x)
         vrow[x] = head_row<VE>(seg.v, seg.v_stride, j0 + js[x], v_off);
-      pv_any<VE>(R, w.s, Bc, js, n_js, vrow, dv, o, dv);
+      prefetch_cursor none;
+      pv_any<VE>(R, w.s, Bc, js, n_js, vrow, dv, o, dv, none);
       return;
     }
     const float* vrow[Bc];
@@ -188,7 +189,8 @@ static void block_values(const detail::call& c, std::size_t R, std::size_t hk,
       rows::decode(head_row<VE>(seg.v, seg.v_stride, j0 + js[x], v_off), dst, dv);
       vrow[x] = dst;
     }
-    pv_any<float>(R, w.s, Bc, js, n_js, vrow, dv, o, dv);
+    prefetch_cursor none;
+    pv_any<float>(R, w.s, Bc, js, n_js, vrow, dv, o, dv, none);
     return;
   }
   // An odd value size: decode the block densely (zeros where no row attends).

@@ -3,9 +3,15 @@
 // read in address order, heads innermost. Visiting the heads of a group of cells
 // one head at a time instead (a 2 KiB stride at 8 x 128 f16) let the hardware
 // prefetchers stream only 16 of the 38 GB/s a plain sequential read gets on this
-// machine (measured); software prefetch recovered 27. V is prefetched into L2 in
-// address order during the K pass, so the V pass may go head by head with the
-// outputs in registers.
+// machine (measured); software prefetch recovered 27. Per 64-cell block there are
+// two passes, and each keeps DRAM busy with the other's data: the K pass prefetches
+// this block's V (address order), the V pass (head by head, outputs in registers, V
+// from cache) prefetches the next block's K, spread evenly over its steps. Without
+// the second, DRAM idled during the V pass; with it one thread at 32k cells is about
+// 1.5-2x faster (A/B runs interleaved call by call, busy machine; performance.md).
+// Two cells per query tile (each query vector loaded once for both) were 0-20%
+// faster in L2 but 2x slower from DRAM, the two interleaved 2 KiB rows defeating the
+// hardware prefetcher (measured), so a tile holds one cell.
 // Included after tile_math.inl and block_steps.inl; @pre d_k % L == 0, d_v % L == 0.
 
 /// s[hh * s_head + rr * s_row] = q[hh, rr] . k_hh for HH heads of one cell row
@@ -127,10 +133,11 @@ static void cell_values(const float* s, std::size_t H, std::size_t R, std::size_
   }
 }
 
-/// Asks for bytes [p, p + n) to be brought into L2 (read, moderate locality).
-static MNEMO_INLINE void prefetch_l2(const void* p, std::size_t n) noexcept {
+/// Asks for bytes [p, p + n) to be brought near the core (prefetcht0 on x86: from
+/// DRAM at 32k cells it was 5-15% faster than prefetcht1, measured, one thread).
+static MNEMO_INLINE void prefetch_rows(const void* p, std::size_t n) noexcept {
   const char* b = static_cast<const char*>(p);
-  for (std::size_t i = 0; i < n; i += 64) __builtin_prefetch(b + i, 0, 2);
+  for (std::size_t i = 0; i < n; i += 64) __builtin_prefetch(b + i, 0, 3);
 }
 
 /// A cell row of the item's heads: in place for f32/f16/bf16, else decoded into buf.
@@ -164,15 +171,18 @@ static void run_decode_item(const detail::call& c, const detail::item& it,
   std::uint32_t js[Bc];
   for_each_block(
       c.streams[t.stream], it.cell_begin, it.cell_end,
-      [&](const kv_segment& seg, std::size_t j0, std::size_t nb, std::size_t) {
+      [&](const kv_segment& seg, std::size_t j0, std::size_t nb, std::size_t cell0) {
         const std::size_t n_js = block_mask(c, t, seg, j0, nb, w, js);
         if (n_js == 0) return;  // no K/V byte of this block is read
+        // This item's cells of this segment end here (segment-local index).
+        const std::size_t local_end =
+            it.cell_end - (cell0 - j0) < seg.n_cells ? it.cell_end - (cell0 - j0) : seg.n_cells;
         for (std::size_t x = 0; x < n_js; ++x) {
           const auto k =
               cell_row<KE>(seg.k, seg.k_stride, j0 + js[x], h0 * c.k_head_bytes, H * dk, w.kf);
-          if constexpr (is_read_in_place<VE>)  // V of this cell into L2, in address order
-            prefetch_l2(head_row<VE>(seg.v, seg.v_stride, j0 + js[x], h0 * c.v_head_bytes),
-                        H * c.v_head_bytes);
+          if constexpr (is_read_in_place<VE>)  // V of this cell, in address order
+            prefetch_rows(head_row<VE>(seg.v, seg.v_stride, j0 + js[x], h0 * c.v_head_bytes),
+                          H * c.v_head_bytes);
           cell_logits(w.qp, H, R, dk, k, dk, w.s, js[x]);
         }
         // Mask, soft-cap and the online softmax of every (head, row).
@@ -186,13 +196,26 @@ static void run_decode_item(const detail::call& c, const detail::item& it,
               if (alpha != 1.0f) scale_row(w.o + r * dv, dv, alpha);
             }
         if constexpr (is_read_in_place<VE>) {
-          // V rows are in L2 by now, so any order streams: one head at a time with the
-          // output rows in registers across all the block's cells.
+          // V rows are in cache by now, so any order streams: one head at a time with the
+          // output rows in registers across all the block's cells. Meanwhile the next
+          // block's K rows are prefetched in address order, spread evenly over this
+          // pass, so that DRAM is kept busy here too (the K pass has the V stream).
+          prefetch_cursor pf;
+          const std::size_t next_begin = j0 + Bc;  // 2 blocks ahead measured no better
+          const std::size_t next_end = next_begin + Bc < local_end ? next_begin + Bc : local_end;
+          if (next_begin < next_end) {  // K bytes of any element type
+            pf.p = static_cast<const char*>(seg.k) + next_begin * seg.k_stride;
+            pf.end = static_cast<const char*>(seg.k) + (next_end - 1) * seg.k_stride +
+                     (h0 + H) * c.k_head_bytes;
+            const std::size_t lines = static_cast<std::size_t>(pf.end - pf.p + 63) / 64;
+            const std::size_t steps = H * pv_steps(R, n_js, dv);
+            pf.per_step = (lines + steps - 1) / steps;
+          }
           const VE* vrow[Bc];
           for (std::size_t h = 0; h < H; ++h) {
             for (std::size_t x = 0; x < n_js; ++x)
               vrow[x] = head_row<VE>(seg.v, seg.v_stride, j0 + js[x], (h0 + h) * c.v_head_bytes);
-            pv_any<VE>(R, w.s + h * R * Bc, Bc, js, n_js, vrow, dv, w.o + h * R * dv, dv);
+            pv_any<VE>(R, w.s + h * R * Bc, Bc, js, n_js, vrow, dv, w.o + h * R * dv, dv, pf);
           }
         } else {
           for (std::size_t x = 0; x < n_js; ++x) {
