@@ -2,8 +2,8 @@
 // product of the DECODED weights (decoding is exact and tested bit-identical to
 // ggml's definitions in tests/dtype). Covers both kernels (few tokens: streaming rows;
 // >= k_gemm_min_tokens: packed panels), odd output counts, input widths that cross the
-// panel k-blocking, row strides wider than the rows, and 1 or 2 threads, which must give
-// bit-identical results.
+// panel k-blocking, row strides wider than the rows, and 1, 2 or 3 threads, which must
+// give bit-identical results (row and panel counts that do not split evenly).
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -98,18 +98,22 @@ void check_product(std::size_t n_in, std::size_t n_out, std::size_t n_tok) {
   std::uniform_real_distribution<float> ud(-1.0f, 1.0f);
   std::vector<float> x(n_tok * x_stride);
   for (float& v : x) v = ud(rng);
-  std::vector<float> y1(n_tok * y_stride, k_sentinel), y2(n_tok * y_stride, k_sentinel);
+  std::vector<float> y1(n_tok * y_stride, k_sentinel), y2(n_tok * y_stride, k_sentinel),
+      y3(n_tok * y_stride, k_sentinel);
   mnemo::model::matmul_workspace ws;
   mnemo::model::mul_mat<Isa>(tw.w, x.data(), x_stride, n_tok, y1.data(), y_stride, 1, ws);
   mnemo::model::mul_mat<Isa>(tw.w, x.data(), x_stride, n_tok, y2.data(), y_stride, 2, ws);
+  mnemo::model::mul_mat<Isa>(tw.w, x.data(), x_stride, n_tok, y3.data(), y_stride, 3, ws);
   const std::string where = "seed " + std::to_string(seed) + ", n_in " + std::to_string(n_in) +
                             ", n_out " + std::to_string(n_out) + ", n_tok " + std::to_string(n_tok);
   const double u = 1.0 / 16777216.0;
   for (std::size_t t = 0; t < n_tok; ++t) {
     for (std::size_t o = 0; o < y_stride; ++o) {
       const float got = y1[t * y_stride + o];
-      if (o >= n_out) {  // the stride padding must stay untouched
+      if (o >= n_out) {  // the stride padding must stay untouched, whatever the threads
         ASSERT_EQ(got, k_sentinel) << where << ": wrote y[" << t << "][" << o << "] past n_out";
+        ASSERT_EQ(y2[t * y_stride + o], k_sentinel) << where << ": 2 threads wrote past n_out";
+        ASSERT_EQ(y3[t * y_stride + o], k_sentinel) << where << ": 3 threads wrote past n_out";
         continue;
       }
       double exact = 0, abs_sum = 0;
@@ -124,6 +128,9 @@ void check_product(std::size_t n_in, std::size_t n_out, std::size_t n_tok) {
       ASSERT_EQ(std::memcmp(&got, &y2[t * y_stride + o], sizeof(float)), 0)
           << where << ": 1 and 2 threads differ at y[" << t << "][" << o << "]: " << got << " vs "
           << y2[t * y_stride + o];
+      ASSERT_EQ(std::memcmp(&got, &y3[t * y_stride + o], sizeof(float)), 0)
+          << where << ": 1 and 3 threads differ at y[" << t << "][" << o << "]: " << got << " vs "
+          << y3[t * y_stride + o];
     }
   }
 }
@@ -154,6 +161,23 @@ TYPED_TEST_P(ModelMatmul, CrossoverTokenCounts) {
     check_product<Isa, E>(64, 97, n_tok);
     if (::testing::Test::HasFatalFailure()) return;
   }
+}
+
+TYPED_TEST_P(ModelMatmul, UnevenThreadSplits) {
+  using Isa = typename TypeParam::isa;
+  using E = typename TypeParam::elem;
+  if (!runnable<Isa>()) GTEST_SKIP() << Isa::name << " is not available here";
+  // Each thread takes one contiguous range of 4-row tiles (streaming) or of panels
+  // (packed). Row counts around those units and large enough that 3 threads all get
+  // work (the streaming kernel gives a thread at least 64 KiB of weights): 1 + 4k rows
+  // and a panel count that 2 and 3 do not divide.
+  const std::size_t n_in = 512;  // >= 287 KiB of rows for every type at n_out >= 1021
+  const std::size_t many = mnemo::model::k_gemm_min_tokens + 1;
+  for (std::size_t n_out : {1021, 1026, 1031})
+    for (std::size_t n_tok : {std::size_t{1}, std::size_t{5}, many}) {
+      check_product<Isa, E>(n_in, n_out, n_tok);
+      if (::testing::Test::HasFatalFailure()) return;
+    }
 }
 
 TYPED_TEST_P(ModelMatmul, GetRowIsTheDecodedRow) {
@@ -207,8 +231,8 @@ TYPED_TEST_P(ModelMatmul, EmptyProductsWriteNothing) {
 }
 
 REGISTER_TYPED_TEST_SUITE_P(ModelMatmul, MatchesDoubleReference, CrossoverTokenCounts,
-                            GetRowIsTheDecodedRow, ReusedWorkspaceGivesTheSameResult,
-                            EmptyProductsWriteNothing);
+                            UnevenThreadSplits, GetRowIsTheDecodedRow,
+                            ReusedWorkspaceGivesTheSameResult, EmptyProductsWriteNothing);
 
 template <class Isa>
 using types_for = ::testing::Types<combo<Isa, float>, combo<Isa, dt::f16>, combo<Isa, dt::bf16>,

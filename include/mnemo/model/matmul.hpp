@@ -38,6 +38,10 @@ namespace mnemo::model {
 /// product; below, it streams weight rows (measured crossover, docs/products.md).
 inline constexpr std::size_t k_gemm_min_tokens = 48;
 
+/// The streaming product uses at most one thread per this many weight bytes: waking a
+/// thread costs a few microseconds, the time one core streams ~64 KiB from DRAM.
+inline constexpr std::size_t k_decode_min_bytes_per_thread = 64 * 1024;
+
 /// Scratch the products reuse between calls (no allocation per call once warm): the
 /// packed weight panels of the many-token product, one slice per thread.
 struct matmul_workspace {
@@ -82,6 +86,8 @@ void mul_mat(const weight& w, const float* x, std::size_t x_stride, std::size_t 
     if (n_tok >= k_gemm_min_tokens && matmul_reserve<Isa>(ws, nt).is_ok()) {
       // Items: panels of k_nr outputs; with fewer panels than 2 per thread, also blocks
       // of tokens (each block packs the panel again, so only when threads would idle).
+      // Handed out dynamically, not as one range per thread: a thread that is preempted
+      // on a shared machine then costs a panel, not half the call (docs/products.md).
       constexpr std::size_t nr = kernels::k_nr;
       const std::size_t n_panels = (w.n_out + nr - 1) / nr;
       const std::size_t want = 2 * static_cast<std::size_t>(nt);
@@ -100,15 +106,18 @@ void mul_mat(const weight& w, const float* x, std::size_t x_stride, std::size_t 
       });
       return;
     }
-    // Items of about 64 KiB of weights (whole 4-row tiles): small enough to balance
-    // two threads on a [1024 -> 256] matrix, large enough to amortise the hand-out.
-    const std::size_t rows_per_item = std::max<std::size_t>(
-        4, (std::size_t{65536} / std::max<std::size_t>(w.row_bytes, 1)) & ~std::size_t{3});
-    const std::size_t n_items = (w.n_out + rows_per_item - 1) / rows_per_item;
-    parallel_for(n_items, nt, [&](std::size_t item, int) {
-      const std::size_t r0 = item * rows_per_item;
-      const std::size_t nr = std::min(rows_per_item, w.n_out - r0);
-      kernels::template gemv<E>(base + r0 * w.row_bytes, w.row_bytes, nr, w.n_in, x, x_stride,
+    // One contiguous range of whole 4-row tiles per thread (a static split: each thread
+    // streams one long range, which the prefetchers follow), and fewer threads when the
+    // matrix is too small to pay for waking one.
+    const std::size_t bytes = w.n_out * w.row_bytes;
+    const std::size_t by_size = std::max<std::size_t>(1, bytes / k_decode_min_bytes_per_thread);
+    const std::size_t n_parts = std::min<std::size_t>(static_cast<std::size_t>(nt), by_size);
+    const std::size_t n_tiles = (w.n_out + 3) / 4;
+    parallel_for(n_parts, static_cast<int>(n_parts), [&](std::size_t part, int) {
+      const std::size_t r0 = n_tiles * part / n_parts * 4;
+      const std::size_t r1 = std::min(w.n_out, n_tiles * (part + 1) / n_parts * 4);
+      if (r0 >= r1) return;
+      kernels::template gemv<E>(base + r0 * w.row_bytes, w.row_bytes, r1 - r0, w.n_in, x, x_stride,
                                 n_tok, y + r0, y_stride);
     });
   });

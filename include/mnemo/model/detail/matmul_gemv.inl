@@ -224,6 +224,42 @@ static MNEMO_INLINE void dot_tile_tokens_(const unsigned char* w, std::size_t ro
   }
 }
 
+/// How far ahead of the row being read the one-token product prefetches (into L1), in
+/// bytes of the thread's contiguous range of rows: 8 KiB is 200-400 ns of reading at
+/// 20-40 GB/s per core, beyond the DRAM latency. 4, 8, 16 and 32 KiB measured alike within
+/// the noise of a loaded machine (one thread, min of 300 calls); dtype's dot_rows found
+/// 4-8 KiB best on Zen 4.
+static constexpr std::size_t k_decode_prefetch_bytes = 8192;
+
+/// y[r] = x . row r for n_rows rows (row_bytes apart), one token: [n] f32 x [n_rows, n] E
+/// -> [n_rows] f32. The rows are one contiguous stream per thread; it is prefetched line by
+/// line a fixed distance ahead, never past the range (the other thread's rows).
+/// Each row is dtype's dot (per-block scale applied once for q8_0 / q4_0: measured faster
+/// than the tile kernel for one token, L2-resident [1024 -> 256], 1 thread: q8_0 35 vs 25
+/// GB/s, q4_0 19 vs 13 GB/s, and equal for the others).
+template <class E>
+static void gemv1_(const unsigned char* w, std::size_t row_bytes, std::size_t n_rows, std::size_t n,
+                   const float* x, float* y) noexcept {
+  const std::uintptr_t begin = reinterpret_cast<std::uintptr_t>(w);
+  const std::uintptr_t end = begin + n_rows * row_bytes;
+  std::uintptr_t pf = begin & ~std::uintptr_t{63};
+  const std::size_t distance = k_decode_prefetch_bytes;
+  for (std::size_t r = 0; r < n_rows; ++r) {
+    const unsigned char* p = w + r * row_bytes;
+    const std::uintptr_t want = reinterpret_cast<std::uintptr_t>(p) + row_bytes + distance;
+    const std::uintptr_t stop = want < end ? want : end;
+    for (; pf < stop; pf += 64) __builtin_prefetch(reinterpret_cast<const void*>(pf), 0, 3);
+    const E* row = reinterpret_cast<const E*>(p);
+    if constexpr (std::is_same_v<E, dtype::block_q8_0>) {
+      y[r] = RK::dot_q8_(x, row, n);
+    } else if constexpr (std::is_same_v<E, dtype::block_q4_0>) {
+      y[r] = RK::dot_q4_(x, row, n);
+    } else {
+      y[r] = RK::dot_one_(x, row, n);
+    }
+  }
+}
+
 /// y[t][r] = x[t] . row r for n_rows rows of n values (row_bytes apart) and n_tok
 /// tokens: [n_tok, n] f32 (x_stride) x [n_rows, n] E -> [n_tok, n_rows] f32 (y_stride).
 /// @pre n % 32 == 0 for q8_0 / q4_0
@@ -232,10 +268,7 @@ static void gemv(const unsigned char* w, std::size_t row_bytes, std::size_t n_ro
                  const float* x, std::size_t x_stride, std::size_t n_tok, float* y,
                  std::size_t y_stride) noexcept {
   if (n_tok == 1) {
-    // One token: dtype's batched dot (per-block scale applied once, prefetching) was
-    // measured faster for q8_0 / q4_0 rows (L2-resident [1024 -> 256], 1 thread: q8_0
-    // 35 vs 25 GB/s, q4_0 19 vs 13 GB/s) and equal for the others.
-    RK::dot_rows(x, reinterpret_cast<const E*>(w), row_bytes, n_rows, n, y);
+    gemv1_<E>(w, row_bytes, n_rows, n, x, y);
     return;
   }
   std::size_t r = 0;
