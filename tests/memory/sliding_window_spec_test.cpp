@@ -265,8 +265,14 @@ TEST(WindowRules, LowestKeptAndFirstResumableMatchTheMask) {
         for (pos_t h = 1; h < 30; ++h) {
           pos_t first = 0;
           while (memory::lowest_kept(w, n, first) < h) ++first;
-          ASSERT_EQ(memory::first_resumable(w, n, h), first)
+          ASSERT_EQ(memory::first_unneeding(w, n, h), first)
               << attention::to_string(w) << " n " << n << " h " << h;
+          // Resuming also needs a held position below the query (h or above).
+          ASSERT_EQ(memory::first_resumable(w, n, h), std::max<pos_t>(first, h + 1))
+              << attention::to_string(w) << " n " << n << " h " << h;
+          for (pos_t q = 1; q < 60; ++q)
+            ASSERT_EQ(memory::resumable(w, n, h, q), q >= memory::first_resumable(w, n, h))
+                << attention::to_string(w) << " n " << n << " h " << h << " q " << q;
         }
       }
 }

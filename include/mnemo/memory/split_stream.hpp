@@ -244,7 +244,7 @@ class split_stream {
   }
 
   void commit() {
-    tx_.reset();
+    tx_.commit(pool_);
     plan_.clear();
   }
 
@@ -389,16 +389,17 @@ class split_stream {
   }
 
   /// Makes slot t of st a block of its own: takes a block when there is none, copies
-  /// a shared one. Returns (old, new) when the table changed, else (-2, -2).
+  /// a shared one. Returns (old, new) when the table changed, else (-2, -2). In a
+  /// batch (`hold_old`) st's reference to old passes to the undo log (stream_undo).
   /// @pre the pool has a free block when one is needed (checked by the caller)
-  std::pair<block_id, block_id> make_private(stream& st, std::size_t t) {
+  std::pair<block_id, block_id> make_private(stream& st, std::size_t t, bool hold_old = false) {
     const block_id old = st.blocks[t];
     if (old >= 0 && !pool_.shared(old)) return {-2, -2};
     const block_id fresh = pool_.acquire();
     MNEMO_DASSERT(fresh >= 0);
     if (old >= 0) {
       pool_.copy_block(old, fresh);
-      pool_.release(old);
+      if (!hold_old) pool_.release(old);
     }
     st.blocks[t] = fresh;
     return {old, fresh};

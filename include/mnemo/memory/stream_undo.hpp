@@ -32,8 +32,11 @@ class stream_undo {
                     cells.pos(i), cells.owners(i), cells.shift(i), -1, -1});
   }
 
-  /// Records that block-table slot t of stream s changed from `old_block` (-1: none;
-  /// its reference was dropped) to `new_block` (acquired for this stream).
+  /// Records that block-table slot t of stream s changed from `old_block` (-1: none)
+  /// to `new_block` (acquired for this stream). The stream's reference to old_block
+  /// passes to the log until commit(): a block shared when the batch began stays
+  /// shared for all of it, so every holder that writes into it copies it, and none
+  /// writes in place into rows that rollback() would hand back to another stream.
   void save_block(std::size_t s, std::size_t t, block_id old_block, block_id new_block) {
     log_.push_back({entry::block,
                     static_cast<std::uint32_t>(s),
@@ -54,8 +57,7 @@ class stream_undo {
       if (it->kind == entry::cell) {
         st.cells.restore(it->index, it->pos, it->owners, it->shift);
       } else {
-        st.blocks[it->index] = it->old_block;
-        if (it->old_block >= 0) pool.retain(it->old_block);
+        st.blocks[it->index] = it->old_block;  // the log's reference goes back
         pool.release(it->new_block);
       }
     }
@@ -66,6 +68,15 @@ class stream_undo {
     reset();
   }
 
+  /// Keeps every change: drops the references the log held.
+  template <class KE, class VE>
+  void commit(block_pool<KE, VE>& pool) {
+    for (const entry& e : log_)
+      if (e.kind == entry::block && e.old_block >= 0) pool.release(e.old_block);
+    reset();
+  }
+
+  /// Forgets the log (the memory was emptied; nothing it holds is referenced).
   void reset() noexcept {
     open_ = false;
     log_.clear();

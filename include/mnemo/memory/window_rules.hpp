@@ -28,9 +28,9 @@ constexpr pos_t lowest_kept(attention::window_kind w, pos_t n_swa, pos_t q) noex
   return std::numeric_limits<pos_t>::min();
 }
 
-/// The smallest query position q >= 0 with lowest_kept(q) >= h: where a sequence that
-/// forgot everything below h can resume at the earliest (0 when h <= 0).
-constexpr pos_t first_resumable(attention::window_kind w, pos_t n_swa, pos_t h) noexcept {
+/// The smallest query position q >= 0 with lowest_kept(q) >= h: the earliest a query
+/// needs nothing below h (0 when h <= 0).
+constexpr pos_t first_unneeding(attention::window_kind w, pos_t n_swa, pos_t h) noexcept {
   if (h <= 0) return 0;
   switch (w) {
     case attention::window_kind::none: return std::numeric_limits<pos_t>::max();
@@ -41,10 +41,20 @@ constexpr pos_t first_resumable(attention::window_kind w, pos_t n_swa, pos_t h) 
   return std::numeric_limits<pos_t>::max();
 }
 
+/// Where a sequence that forgot everything below h can resume at the earliest (0 when
+/// h <= 0): a query that needs nothing below h, above a position the window still
+/// holds (h at least), because the window keeps the sequence's last position: a
+/// sequence cut down to forgotten positions only would hold nothing to resume from.
+constexpr pos_t first_resumable(attention::window_kind w, pos_t n_swa, pos_t h) noexcept {
+  if (h <= 0) return 0;
+  const pos_t q = first_unneeding(w, n_swa, h);
+  return q == std::numeric_limits<pos_t>::max() ? q : std::max<pos_t>(q, h + 1);
+}
+
 /// Whether a sequence that forgot every position below `horizon` (0: nothing) can
-/// resume at q (q = 0 is a fresh start and always possible).
+/// resume at q (q = 0 is a fresh start and always possible): first_resumable <= q.
 constexpr bool resumable(attention::window_kind w, pos_t n_swa, pos_t horizon, pos_t q) noexcept {
-  return horizon <= 0 || q == 0 || lowest_kept(w, n_swa, q) >= horizon;
+  return horizon <= 0 || q == 0 || (q > horizon && lowest_kept(w, n_swa, q) >= horizon);
 }
 
 /// dst's horizon after seq_cp(src, dst, r) (spec §4.4): above src's forgotten positions

@@ -62,8 +62,7 @@ status split_stream<KE, VE>::prepare(std::span<const ubatch_tokens> ubatches) {
     std::vector<std::uint8_t> private_slot;  // block slots already counted
     std::size_t head = 0, used = 0;
   };
-  std::map<std::uint32_t, sim> sims;           // the streams this batch touches
-  std::map<block_id, std::uint32_t> sim_refs;  // shared blocks' references left
+  std::map<std::uint32_t, sim> sims;  // the streams this batch touches
   std::size_t need = 0;
   // A malformed token is reported as such, never as a full stream found earlier.
   for (std::size_t u = 0; u < ubatches.size(); ++u)
@@ -121,12 +120,7 @@ status split_stream<KE, VE>::prepare(std::span<const ubatch_tokens> ubatches) {
         if (b < 0) {
           ++need;
         } else if (pool_.shared(b)) {
-          auto [rit, first] = sim_refs.try_emplace(b, pool_.refs(b));
-          (void)first;
-          if (rit->second > 1) {  // the last holder keeps the block itself
-            ++need;
-            --rit->second;
-          }
+          ++need;  // every writing holder copies it, the last too (stream_undo.hpp)
         }
         if (need > pool_.n_free())
           return fail_plan(make_status(
@@ -171,7 +165,7 @@ status split_stream<KE, VE>::apply(std::size_t u, const ubatch_tokens& ub) {
     const slot& sl = plan_[u][j];
     stream& st = streams_[sl.stream];
     const std::size_t t = sl.cell / cfg_.block_cells;
-    if (const auto [old_b, new_b] = make_private(st, t); new_b != -2)
+    if (const auto [old_b, new_b] = make_private(st, t, true); new_b != -2)
       tx_.save_block(sl.stream, t, old_b, new_b);
     tx_.save_cell(sl.stream, sl.cell, st.cells);
     st.cells.occupy(sl.cell, ub.pos[j], seq_set::of(static_cast<seq_id>(sl.stream)));
