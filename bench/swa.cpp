@@ -255,8 +255,7 @@ void BM_decode_8k(benchmark::State& state) {
 }
 BENCHMARK(BM_decode_8k)
     ->ArgNames({"memory", "threads"})
-    ->Args({0, 1})
-    ->Args({1, 1})
+    ->ArgsProduct({{0, 1}, {1, 2}})
     ->MinTime(1.0)
     ->Unit(benchmark::kMillisecond);
 
@@ -320,13 +319,14 @@ BENCHMARK(BM_split_memory_bytes)
     ->Unit(benchmark::kMillisecond);
 
 template <class Memory>
-void split_decode_8k(benchmark::State& state, Memory mem, seq_id n_seq, const char* label) {
+void split_decode_8k(benchmark::State& state, Memory mem, seq_id n_seq, int threads,
+                     const char* label) {
   const gemma3_model& m = bench_model();
   for (seq_id s = 0; s < n_seq; ++s) fill(mem, k_ctx8k, k_layers, s);
   context_params p;
   p.n_ubatch = k_ubatch;
   p.n_seq_max = static_cast<std::uint32_t>(n_seq);
-  p.n_threads = 1;
+  p.n_threads = threads;
   auto ctx = context<gemma3_model, Memory>::make(m, std::move(mem), p);
   must(ctx.is_ok() ? status{} : ctx.error(), "context");
   const pos_t at = static_cast<pos_t>(k_ctx8k);
@@ -366,6 +366,7 @@ void split_decode_8k(benchmark::State& state, Memory mem, seq_id n_seq, const ch
 void BM_split_decode_8k(benchmark::State& state) {
   const gemma3_model& m = bench_model();
   const auto n_seq = static_cast<seq_id>(state.range(1));
+  const int threads = static_cast<int>(state.range(2));
   const std::size_t n_ctx_seq = k_ctx8k + 256;
   if (state.range(0) == 0) {
     const memory::full_cache_config fc = m.full_cache_config(n_ctx_seq, n_seq);
@@ -377,16 +378,16 @@ void BM_split_decode_8k(benchmark::State& state) {
     c.shift_supported = fc.shift_supported;
     auto mem = memory::split_stream<kv_t>::make(c);
     must(mem.is_ok() ? status{} : mem.error(), "split stream");
-    split_decode_8k(state, std::move(mem).value(), n_seq, "split_stream, window as mask");
+    split_decode_8k(state, std::move(mem).value(), n_seq, threads, "split_stream, window as mask");
   } else {
     auto mem = m.template make_iswa_split<kv_t>(n_ctx_seq, n_seq, k_ubatch);
     must(mem.is_ok() ? status{} : mem.error(), "composite");
-    split_decode_8k(state, std::move(mem).value(), n_seq, "split_stream + split_window");
+    split_decode_8k(state, std::move(mem).value(), n_seq, threads, "split_stream + split_window");
   }
 }
 BENCHMARK(BM_split_decode_8k)
-    ->ArgNames({"memory", "n_seq"})
-    ->ArgsProduct({{0, 1}, {1, 4}})
+    ->ArgNames({"memory", "n_seq", "threads"})
+    ->ArgsProduct({{0, 1}, {1, 4}, {1, 2}})
     ->MinTime(1.0)
     ->Unit(benchmark::kMillisecond);
 
