@@ -28,6 +28,12 @@ struct seq_set {
       if (w) return false;
     return true;
   }
+  /// The lowest sequence of the set, or -1 when it is empty.
+  constexpr seq_id lowest() const noexcept {
+    for (int w = 0; w < k_max_seq / 64; ++w)
+      if (words[w] != 0) return static_cast<seq_id>(w * 64 + std::countr_zero(words[w]));
+    return -1;
+  }
   constexpr int count() const noexcept {
     int n = 0;
     for (auto w : words) n += std::popcount(w);

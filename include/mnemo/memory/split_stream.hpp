@@ -35,6 +35,7 @@
 #include "mnemo/memory/block_pool.hpp"
 #include "mnemo/memory/cells.hpp"
 #include "mnemo/memory/concepts.hpp"
+#include "mnemo/memory/stream_tokens.hpp"
 #include "mnemo/memory/stream_undo.hpp"
 #include "mnemo/memory/types.hpp"
 

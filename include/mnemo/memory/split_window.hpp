@@ -25,6 +25,7 @@
 #include "mnemo/batch/strategies.hpp"
 #include "mnemo/memory/concepts.hpp"
 #include "mnemo/memory/sliding_window.hpp"
+#include "mnemo/memory/stream_tokens.hpp"
 #include "mnemo/memory/types.hpp"
 #include "mnemo/memory/window_rules.hpp"
 

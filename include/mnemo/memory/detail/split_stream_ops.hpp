@@ -12,43 +12,12 @@
 
 namespace mnemo::memory {
 
-namespace split_detail {
-inline seq_id lowest(const seq_set& o) noexcept {
-  for (int w = 0; w < k_max_seq / 64; ++w)
-    if (o.words[w] != 0) return static_cast<seq_id>(w * 64 + std::countr_zero(o.words[w]));
-  return -1;
-}
-}  // namespace split_detail
-
 template <dtype::kv_element KE, dtype::kv_element VE>
 status split_stream<KE, VE>::check_tokens(const char* op, std::size_t u,
                                           const ubatch_tokens& ub) const {
-  if (ub.seqs.size() != ub.pos.size())
-    return make_status(status_code::invalid_argument,
-                       "%s: micro-batch %zu has %zu positions but %zu sequence sets", op, u,
-                       ub.pos.size(), ub.seqs.size());
-  for (std::size_t j = 0; j < ub.size(); ++j) {
-    const int n = ub.seqs[j].count();
-    const seq_id s = split_detail::lowest(ub.seqs[j]);
-    if (ub.pos[j] < 0 || n == 0)
-      return make_status(status_code::invalid_argument,
-                         "%s: token %zu of micro-batch %zu needs a position >= 0 (has %d) and a "
-                         "sequence",
-                         op, j, u, ub.pos[j]);
-    if (n > 1)
-      return make_status(status_code::unsupported,
-                         "%s: token %zu of micro-batch %zu belongs to %d sequences (sequence %d "
-                         "and others): split streams hold each sequence in a stream of its own; "
-                         "decode a shared prefix on one sequence and seq_cp it (the copy shares "
-                         "the blocks), or use a unified memory",
-                         op, j, u, n, s);
-    if (s >= cfg_.n_seq_max)
-      return make_status(status_code::out_of_range,
-                         "%s: token %zu of micro-batch %zu names sequence %d, outside [0, %d) "
-                         "(one stream per sequence)",
-                         op, j, u, s, cfg_.n_seq_max);
-  }
-  return {};
+  return check_stream_tokens(
+      op, u, ub, cfg_.n_seq_max, "split streams",
+      "decode a shared prefix on one sequence and seq_cp it (the copy shares the blocks)");
 }
 
 template <dtype::kv_element KE, dtype::kv_element VE>
@@ -72,7 +41,7 @@ status split_stream<KE, VE>::prepare(std::span<const ubatch_tokens> ubatches) {
     // The tokens of each stream, streams in order of first appearance.
     std::vector<std::pair<std::uint32_t, std::vector<std::size_t>>> groups;
     for (std::size_t j = 0; j < ub.size(); ++j) {
-      const auto q = static_cast<std::uint32_t>(split_detail::lowest(ub.seqs[j]));
+      const auto q = static_cast<std::uint32_t>(ub.seqs[j].lowest());
       auto it =
           std::find_if(groups.begin(), groups.end(), [q](const auto& g) { return g.first == q; });
       if (it == groups.end()) it = groups.insert(groups.end(), {q, {}});
@@ -145,7 +114,7 @@ status split_stream<KE, VE>::apply(std::size_t u, const ubatch_tokens& ub) {
   MNEMO_RETURN_IF_ERROR(check_tokens("apply", u, ub));
   for (std::size_t j = 0; j < ub.size(); ++j) {
     const slot& sl = plan_[u][j];
-    if (static_cast<std::uint32_t>(split_detail::lowest(ub.seqs[j])) != sl.stream)
+    if (static_cast<std::uint32_t>(ub.seqs[j].lowest()) != sl.stream)
       return make_status(status_code::invalid_argument,
                          "apply: micro-batch %zu does not match the prepared plan", u);
     if (!streams_[sl.stream].cells.empty(sl.cell))

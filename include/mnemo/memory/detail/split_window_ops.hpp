@@ -13,44 +13,11 @@
 
 namespace mnemo::memory {
 
-namespace split_window_detail {
-/// The lowest sequence of a set, or k_max_seq when it is empty.
-inline seq_id lowest(const seq_set& s) noexcept {
-  for (int w = 0; w < k_max_seq / 64; ++w)
-    if (s.words[w] != 0) return static_cast<seq_id>(w * 64 + std::countr_zero(s.words[w]));
-  return k_max_seq;
-}
-}  // namespace split_window_detail
-
 template <dtype::kv_element KE, dtype::kv_element VE>
 status split_window<KE, VE>::check_tokens(const char* op, std::size_t u,
                                           const ubatch_tokens& ub) const {
-  if (ub.seqs.size() != ub.pos.size())
-    return make_status(status_code::invalid_argument,
-                       "%s: micro-batch %zu has %zu positions but %zu sequence sets", op, u,
-                       ub.pos.size(), ub.seqs.size());
-  for (std::size_t j = 0; j < ub.size(); ++j) {
-    const int n = ub.seqs[j].count();
-    const seq_id s = split_window_detail::lowest(ub.seqs[j]);
-    if (ub.pos[j] < 0 || n == 0)
-      return make_status(status_code::invalid_argument,
-                         "%s: token %zu of micro-batch %zu needs a position >= 0 (has %d) and a "
-                         "sequence",
-                         op, j, u, ub.pos[j]);
-    if (n > 1)
-      return make_status(status_code::unsupported,
-                         "%s: token %zu of micro-batch %zu belongs to %d sequences (sequence %d "
-                         "and others): split windows hold each sequence in a stream of its own; "
-                         "decode a shared prefix on one sequence and seq_cp it, or use a unified "
-                         "memory",
-                         op, j, u, n, s);
-    if (s >= cfg_.n_seq_max)
-      return make_status(status_code::out_of_range,
-                         "%s: token %zu of micro-batch %zu names sequence %d, outside [0, %d) "
-                         "(one stream per sequence)",
-                         op, j, u, s, cfg_.n_seq_max);
-  }
-  return {};
+  return check_stream_tokens(op, u, ub, cfg_.n_seq_max, "split windows",
+                             "decode a shared prefix on one sequence and seq_cp it");
 }
 
 template <dtype::kv_element KE, dtype::kv_element VE>
@@ -71,7 +38,7 @@ status split_window<KE, VE>::prepare(std::span<const ubatch_tokens> ubatches) {
     ubatch_plan& p = plan_[u];
     std::fill(count.begin(), count.end(), 0);
     for (std::size_t j = 0; j < ubatches[u].size(); ++j) {
-      const seq_id s = split_window_detail::lowest(ubatches[u].seqs[j]);
+      const seq_id s = ubatches[u].seqs[j].lowest();
       p.stream.push_back(static_cast<std::uint32_t>(s));
       p.local.push_back(count[idx(s)]++);
     }
@@ -109,7 +76,7 @@ status split_window<KE, VE>::apply(std::size_t u, const ubatch_tokens& ub) {
   MNEMO_RETURN_IF_ERROR(check_tokens("apply", u, ub));
   const ubatch_plan& p = plan_[u];
   for (std::size_t j = 0; j < ub.size(); ++j)
-    if (split_window_detail::lowest(ub.seqs[j]) != static_cast<seq_id>(p.stream[j]))
+    if (ub.seqs[j].lowest() != static_cast<seq_id>(p.stream[j]))
       return make_status(status_code::invalid_argument,
                          "apply: token %zu of micro-batch %zu names another sequence than planned",
                          j, u);
