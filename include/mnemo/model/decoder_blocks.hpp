@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 #include "mnemo/attention/attend.hpp"
 #include "mnemo/base/aligned_buffer.hpp"
@@ -39,6 +40,27 @@ struct decoder_dims {
 template <class Hparams>
 decoder_dims dims_of(const Hparams& hp) noexcept {
   return {hp.n_embd, hp.n_head, hp.n_head_kv, hp.d_k, hp.d_v, hp.n_ff, hp.n_vocab};
+}
+
+/// Binds layer `prefix` ("blk.N.")'s attention projections, shapes checked:
+/// wq, wk, wv [n_embd -> heads x d], wo [n_head d_v -> n_embd] (ggml names).
+inline status bind_attention_weights(const tensor_binder& bind, const std::string& prefix,
+                                     const decoder_dims& d, weight& wq, weight& wk, weight& wv,
+                                     weight& wo) {
+  MNEMO_ASSIGN_OR_RETURN(wq, bind.matrix(prefix + "attn_q.weight", d.n_embd, d.q_width()));
+  MNEMO_ASSIGN_OR_RETURN(wk, bind.matrix(prefix + "attn_k.weight", d.n_embd, d.k_width()));
+  MNEMO_ASSIGN_OR_RETURN(wv, bind.matrix(prefix + "attn_v.weight", d.n_embd, d.v_width()));
+  MNEMO_ASSIGN_OR_RETURN(wo, bind.matrix(prefix + "attn_output.weight", d.attn_width(), d.n_embd));
+  return {};
+}
+
+/// Binds layer `prefix`'s gated FFN: gate, up [n_embd -> n_ff], down [n_ff -> n_embd].
+inline status bind_ffn_weights(const tensor_binder& bind, const std::string& prefix,
+                               const decoder_dims& d, weight& gate, weight& up, weight& down) {
+  MNEMO_ASSIGN_OR_RETURN(gate, bind.matrix(prefix + "ffn_gate.weight", d.n_embd, d.n_ff));
+  MNEMO_ASSIGN_OR_RETURN(up, bind.matrix(prefix + "ffn_up.weight", d.n_embd, d.n_ff));
+  MNEMO_ASSIGN_OR_RETURN(down, bind.matrix(prefix + "ffn_down.weight", d.n_ff, d.n_embd));
+  return {};
 }
 
 /// Activations of one micro-batch of up to n_ubatch tokens, reused by every call (a

@@ -353,11 +353,8 @@ class gemma3_model {
   }
 
   status bind_tensors() {
-    const std::size_t E = hp_.n_embd, V = hp_.n_vocab, F = hp_.n_ff, dk = hp_.d_k;
-    const std::size_t qd = std::size_t{hp_.n_head} * hp_.d_k,
-                      ad = std::size_t{hp_.n_head} * hp_.d_v;
-    const std::size_t kd = std::size_t{hp_.n_head_kv} * hp_.d_k;
-    const std::size_t vd = std::size_t{hp_.n_head_kv} * hp_.d_v;
+    const std::size_t E = hp_.n_embd, V = hp_.n_vocab, dk = hp_.d_k;
+    const decoder_dims d = dims_of(hp_);
     const tensor_binder bind(*file_, "gemma3");
     MNEMO_RETURN_IF_ERROR(head_.bind(bind, E, V));
     layers_.resize(hp_.n_layer);
@@ -376,13 +373,8 @@ class gemma3_model {
       MNEMO_ASSIGN_OR_RETURN(L.post_ffw_norm, bind.norm(b + "post_ffw_norm.weight", E));
       MNEMO_ASSIGN_OR_RETURN(L.q_norm, bind.norm(b + "attn_q_norm.weight", dk));
       MNEMO_ASSIGN_OR_RETURN(L.k_norm, bind.norm(b + "attn_k_norm.weight", dk));
-      MNEMO_ASSIGN_OR_RETURN(L.wq, bind.matrix(b + "attn_q.weight", E, qd));
-      MNEMO_ASSIGN_OR_RETURN(L.wk, bind.matrix(b + "attn_k.weight", E, kd));
-      MNEMO_ASSIGN_OR_RETURN(L.wv, bind.matrix(b + "attn_v.weight", E, vd));
-      MNEMO_ASSIGN_OR_RETURN(L.wo, bind.matrix(b + "attn_output.weight", ad, E));
-      MNEMO_ASSIGN_OR_RETURN(L.gate, bind.matrix(b + "ffn_gate.weight", E, F));
-      MNEMO_ASSIGN_OR_RETURN(L.up, bind.matrix(b + "ffn_up.weight", E, F));
-      MNEMO_ASSIGN_OR_RETURN(L.down, bind.matrix(b + "ffn_down.weight", F, E));
+      MNEMO_RETURN_IF_ERROR(bind_attention_weights(bind, b, d, L.wq, L.wk, L.wv, L.wo));
+      MNEMO_RETURN_IF_ERROR(bind_ffn_weights(bind, b, d, L.gate, L.up, L.down));
     }
     return {};
   }
