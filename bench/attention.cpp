@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "common/bench_main.hpp"
+#include "common/paired_read.hpp"
 #include <benchmark/benchmark.h>
 
 #include "mnemo/attention/attend.hpp"
@@ -82,13 +83,17 @@ void run(benchmark::State& state, std::size_t n_cells, std::size_t n_tokens, std
   Sink sink{};
   if constexpr (Sink::enabled) sink = {std::span<float* const>(&mass_ptr, 1), nullptr, lse.data()};
   (void)with_export;
+  mnemo_bench::paired_read paired(state, s.kv_bytes(), k_threads);
   for (auto _ : state) {
-    const status st = attention::attend<simd::native, E, E, Sink>(s.sh, p, s.batch(), {&view, 1},
-                                                                  s.out.data(), s.ws, opt, sink);
-    if (!st.is_ok()) state.SkipWithError(st.to_string().c_str());
-    benchmark::DoNotOptimize(s.out.data());
-    benchmark::ClobberMemory();
+    paired.call([&] {
+      const status st = attention::attend<simd::native, E, E, Sink>(s.sh, p, s.batch(), {&view, 1},
+                                                                    s.out.data(), s.ws, opt, sink);
+      if (!st.is_ok()) state.SkipWithError(st.to_string().c_str());
+      benchmark::DoNotOptimize(s.out.data());
+      benchmark::ClobberMemory();
+    });
   }
+  paired.add_counter();
   state.counters["tokens/s"] = benchmark::Counter(
       static_cast<double>(n_tokens) * mnemo_bench::iterations(state), benchmark::Counter::kIsRate);
   mnemo_bench::add_bytes_counters(state, s.kv_bytes(), k_threads);

@@ -1,6 +1,6 @@
 // attention::detail::block_kernels<Isa>: the per-ISA inner loops, one specialisation
 // per compiled ISA, each inside its target region (bodies: tile_math.inl,
-// block_steps.inl, decode_steps.inl).
+// block_steps.inl, decode_steps.inl, in that order: later ones use earlier types).
 #pragma once
 
 #include <cmath>
@@ -32,9 +32,12 @@ struct block_kernels<simd::scalar> {
   using isa = simd::scalar;
   using V = simd::ops<isa>;
   using rows = dtype::row_kernels<isa>;
+// In this order: later bodies use earlier types.
+// clang-format off
+#include "mnemo/attention/detail/tile_math.inl"
 #include "mnemo/attention/detail/block_steps.inl"
 #include "mnemo/attention/detail/decode_steps.inl"
-#include "mnemo/attention/detail/tile_math.inl"
+  // clang-format on
 };
 MNEMO_END_TARGET_SCALAR
 
@@ -47,9 +50,12 @@ struct block_kernels<simd::avx2> {
   using isa = simd::avx2;
   using V = simd::ops<isa>;
   using rows = dtype::row_kernels<isa>;
+// In this order: later bodies use earlier types.
+// clang-format off
+#include "mnemo/attention/detail/tile_math.inl"
 #include "mnemo/attention/detail/block_steps.inl"
 #include "mnemo/attention/detail/decode_steps.inl"
-#include "mnemo/attention/detail/tile_math.inl"
+  // clang-format on
 };
 MNEMO_END_TARGET
 
@@ -59,9 +65,12 @@ struct block_kernels<simd::avx512> {
   using isa = simd::avx512;
   using V = simd::ops<isa>;
   using rows = dtype::row_kernels<isa>;
+// In this order: later bodies use earlier types.
+// clang-format off
+#include "mnemo/attention/detail/tile_math.inl"
 #include "mnemo/attention/detail/block_steps.inl"
 #include "mnemo/attention/detail/decode_steps.inl"
-#include "mnemo/attention/detail/tile_math.inl"
+  // clang-format on
 };
 MNEMO_END_TARGET
 MNEMO_END_ISA_WARNINGS
@@ -72,9 +81,12 @@ struct block_kernels<simd::neon> {
   using isa = simd::neon;
   using V = simd::ops<isa>;
   using rows = dtype::row_kernels<isa>;
+// In this order: later bodies use earlier types.
+// clang-format off
+#include "mnemo/attention/detail/tile_math.inl"
 #include "mnemo/attention/detail/block_steps.inl"
 #include "mnemo/attention/detail/decode_steps.inl"
-#include "mnemo/attention/detail/tile_math.inl"
+  // clang-format on
 };
 MNEMO_END_TARGET_NEON
 #endif

@@ -1,17 +1,18 @@
 // The decode path of attention::detail::block_kernels<Isa>: a few query rows per KV
-// head, every KV head in one item, and every cell row ([n_head_kv, d] K, then V)
-// read in address order, heads innermost. Visiting the heads of a group of cells
-// one head at a time instead (a 2 KiB stride at 8 x 128 f16) let the hardware
-// prefetchers stream only 16 of the 38 GB/s a plain sequential read gets on this
-// machine (measured); software prefetch recovered 27. Per 64-cell block there are
-// two passes, and each keeps DRAM busy with the other's data: the K pass prefetches
-// this block's V (address order), the V pass (head by head, outputs in registers, V
-// from cache) prefetches the next block's K, spread evenly over its steps. Without
-// the second, DRAM idled during the V pass; with it one thread at 32k cells is about
-// 1.5-2x faster (A/B runs interleaved call by call, busy machine; performance.md).
-// Two cells per query tile (each query vector loaded once for both) were 0-20%
-// faster in L2 but 2x slower from DRAM, the two interleaved 2 KiB rows defeating the
-// hardware prefetcher (measured), so a tile holds one cell.
+// head, every KV head in one item. DRAM is read in address order only, by software
+// prefetch: visiting the heads of a group of cells one head at a time (a 2 KiB stride
+// at 8 x 128 f16) let the hardware prefetchers stream only 16 of the 38 GB/s a plain
+// sequential read gets on this machine (measured). Per 64-cell block there are two
+// passes, and each keeps DRAM busy with the other's data: the K pass prefetches this
+// block's V rows, the V pass prefetches the next block's K rows, each spread evenly
+// over the pass's steps (the first block of an item prefetches its own K up front).
+// Both passes can then go head by head, with K and V from cache: Q.K in tiles of four
+// query rows x four cells of one head (8 loads per 16 FMAs; the earlier per-cell tile
+// of four heads x four rows needed 20 and read cell rows straight from DRAM), P.V with
+// the outputs in registers across the block's cells. Against the per-cell K pass:
+// +8-10% of the read bandwidth measured in the same moments at 16k and 32k cells
+// (docs/performance.md, "paired"). Quantised K keeps the per-cell pass: each cell
+// row is decoded once for all heads (cell_logits).
 // Included after tile_math.inl and block_steps.inl; @pre d_k % L == 0, d_v % L == 0.
 
 /// s[hh * s_head + rr * s_row] = q[hh, rr] . k_hh for HH heads of one cell row
@@ -111,6 +112,35 @@ static void cell_logits(const float* qp, std::size_t H, std::size_t R, std::size
       });
 }
 
+/// s[r * Bc + j] = q[r] . k_j for the R rows of one KV head and its kept cells js
+/// (krow[x]: cell js[x]'s row of that head), in tiles of four rows x four cells: each
+/// K vector is loaded once for four rows and each query vector once for four cells,
+/// 8 loads per 16 FMAs. K comes from cache here (the previous block's V pass
+/// prefetched it), so heads can be visited one at a time. pf steps once per tile.
+template <class RE>
+MNEMO_NOINLINE static void head_logits(const float* q, std::size_t R, std::size_t dk,
+                                       const RE* const* krow, const std::uint32_t* js,
+                                       std::size_t n_js, float* s, prefetch_cursor& pf) noexcept {
+  constexpr std::size_t Bc = detail::k_block_cells;
+  prefetch_cursor cur = pf;  // a local copy stays in registers (pf may alias s)
+  float tmp[16];
+  for (std::size_t x0 = 0; x0 < n_js; x0 += 4) {
+    const std::size_t C = n_js - x0 < 4 ? n_js - x0 : 4;
+    for (std::size_t r0 = 0; r0 < R; r0 += 4) {
+      const std::size_t G = R - r0 < 4 ? R - r0 : 4;
+      cur.step();
+      if (js[x0 + C - 1] - js[x0] == C - 1) {  // consecutive cells: store the sums in place
+        dot_tile_any<RE>(G, C, q + r0 * dk, dk, krow + x0, dk, s + r0 * Bc + js[x0], Bc);
+        continue;
+      }
+      dot_tile_any<RE>(G, C, q + r0 * dk, dk, krow + x0, dk, tmp);
+      for (std::size_t r = 0; r < G; ++r)
+        for (std::size_t x = 0; x < C; ++x) s[(r0 + r) * Bc + js[x0 + x]] = tmp[r * 4 + x];
+    }
+  }
+  pf = cur;
+}
+
 /// o[h, r] += p[h, r, j] * v_h for the H heads of one cell row v and the R rows of
 /// each head (o: [H, R, d_v]); each V vector is loaded once for the R rows.
 template <class RE>
@@ -169,21 +199,50 @@ static void run_decode_item(const detail::call& c, const detail::item& it,
     w.l[r] = 0.0f;
   }
   std::uint32_t js[Bc];
+  bool k_ahead = false;  // the previous V pass prefetched this block's K rows
   for_each_block(
       c.streams[t.stream], it.cell_begin, it.cell_end,
       [&](const kv_segment& seg, std::size_t j0, std::size_t nb, std::size_t cell0) {
         const std::size_t n_js = block_mask(c, t, seg, j0, nb, w, js);
-        if (n_js == 0) return;  // no K/V byte of this block is read
+        if (n_js == 0) {  // no K/V byte of this block is read
+          k_ahead = false;
+          return;
+        }
+        if (!k_ahead && is_read_in_place<KE>)  // first block: its K in address order first
+          prefetch_rows(head_row<KE>(seg.k, seg.k_stride, j0 + js[0], 0),
+                        (js[n_js - 1] - js[0]) * seg.k_stride + (h0 + H) * c.k_head_bytes);
         // This item's cells of this segment end here (segment-local index).
         const std::size_t local_end =
             it.cell_end - (cell0 - j0) < seg.n_cells ? it.cell_end - (cell0 - j0) : seg.n_cells;
-        for (std::size_t x = 0; x < n_js; ++x) {
-          const auto k =
-              cell_row<KE>(seg.k, seg.k_stride, j0 + js[x], h0 * c.k_head_bytes, H * dk, w.kf);
-          if constexpr (is_read_in_place<VE>)  // V of this cell, in address order
-            prefetch_rows(head_row<VE>(seg.v, seg.v_stride, j0 + js[x], h0 * c.v_head_bytes),
-                          H * c.v_head_bytes);
-          cell_logits(w.qp, H, R, dk, k, dk, w.s, js[x]);
+        if constexpr (is_read_in_place<KE>) {
+          // K rows are in cache (the previous block's V pass prefetched them), so the K
+          // pass goes head by head; meanwhile this block's V rows are prefetched in
+          // address order, spread over its tiles.
+          prefetch_cursor vpf;
+          if constexpr (is_read_in_place<VE>) {
+            vpf.p =
+                static_cast<const char*>(seg.v) + (j0 + js[0]) * seg.v_stride + h0 * c.v_head_bytes;
+            vpf.end = static_cast<const char*>(seg.v) + (j0 + js[n_js - 1]) * seg.v_stride +
+                      (h0 + H) * c.v_head_bytes;
+            const std::size_t lines = static_cast<std::size_t>(vpf.end - vpf.p + 63) / 64;
+            const std::size_t steps = H * ((n_js + 3) / 4) * ((R + 3) / 4);
+            vpf.per_step = (lines + steps - 1) / steps;
+          }
+          const KE* krow[Bc];
+          for (std::size_t h = 0; h < H; ++h) {
+            for (std::size_t x = 0; x < n_js; ++x)
+              krow[x] = head_row<KE>(seg.k, seg.k_stride, j0 + js[x], (h0 + h) * c.k_head_bytes);
+            head_logits<KE>(w.q + h * R * dk, R, dk, krow, js, n_js, w.s + h * R * Bc, vpf);
+          }
+        } else {  // quantised K: each cell row decoded once for all heads
+          for (std::size_t x = 0; x < n_js; ++x) {
+            const float* k =
+                cell_row<KE>(seg.k, seg.k_stride, j0 + js[x], h0 * c.k_head_bytes, H * dk, w.kf);
+            if constexpr (is_read_in_place<VE>)  // V of this cell, in address order
+              prefetch_rows(head_row<VE>(seg.v, seg.v_stride, j0 + js[x], h0 * c.v_head_bytes),
+                            H * c.v_head_bytes);
+            cell_logits(w.qp, H, R, dk, k, dk, w.s, js[x]);
+          }
         }
         // Mask, soft-cap and the online softmax of every (head, row).
         for (std::size_t h = 0; h < H; ++h)
@@ -201,7 +260,7 @@ static void run_decode_item(const detail::call& c, const detail::item& it,
           // block's K rows are prefetched in address order, spread evenly over this
           // pass, so that DRAM is kept busy here too (the K pass has the V stream).
           prefetch_cursor pf;
-          const std::size_t next_begin = j0 + Bc;  // 2 blocks ahead measured no better
+          const std::size_t next_begin = j0 + Bc;  // 2 blocks ahead measured slower
           const std::size_t next_end = next_begin + Bc < local_end ? next_begin + Bc : local_end;
           if (next_begin < next_end) {  // K bytes of any element type
             pf.p = static_cast<const char*>(seg.k) + next_begin * seg.k_stride;
@@ -211,6 +270,7 @@ static void run_decode_item(const detail::call& c, const detail::item& it,
             const std::size_t steps = H * pv_steps(R, n_js, dv);
             pf.per_step = (lines + steps - 1) / steps;
           }
+          k_ahead = next_begin < next_end;
           const VE* vrow[Bc];
           for (std::size_t h = 0; h < H; ++h) {
             for (std::size_t x = 0; x < n_js; ++x)

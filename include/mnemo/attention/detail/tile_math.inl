@@ -123,6 +123,14 @@ static MNEMO_INLINE void reduce_add4(T a, T b, T c, T d, float* out) noexcept {
   out[3] = V::reduce_add(d);
 }
 
+/// Makes the compiler hold x in a register: without it GCC folded one load of the
+/// same query vector into each of its C FMAs (C loads instead of one; load-bound).
+static MNEMO_INLINE void keep_in_register([[maybe_unused]] vf& x) noexcept {
+#if defined(MNEMO_ARCH_X86_64)
+  asm("" : "+v"(x));
+#endif
+}
+
 /// out[h * ldo + c] = q_h . k_c for G query rows (ldq floats apart) and C key rows:
 /// each K vector is loaded once for the G rows, and the G x C independent chains
 /// hide the FMA latency. @pre d % L == 0
@@ -140,7 +148,8 @@ static MNEMO_INLINE void dot_tile(const float* q, std::size_t ldq, const RE* con
     for (std::size_t c = 0; c < C; ++c) kv[c] = load_row(k[c], i);
 #pragma GCC unroll 4
     for (std::size_t h = 0; h < G; ++h) {
-      const vf qv = V::load(q + h * ldq + i);
+      vf qv = V::load(q + h * ldq + i);
+      keep_in_register(qv);
 #pragma GCC unroll 4
       for (std::size_t c = 0; c < C; ++c) acc[h][c] = V::fma(qv, kv[c], acc[h][c]);
     }
@@ -158,24 +167,26 @@ static MNEMO_INLINE void dot_tile(const float* q, std::size_t ldq, const RE* con
 
 template <class RE, std::size_t G>
 static MNEMO_INLINE void dot_tile_c(std::size_t C, const float* q, std::size_t ldq,
-                                    const RE* const* k, std::size_t d, float* out) noexcept {
+                                    const RE* const* k, std::size_t d, float* out,
+                                    std::size_t ldo) noexcept {
   switch (C) {
-    case 1: dot_tile<RE, G, 1>(q, ldq, k, d, out, 4); break;
-    case 2: dot_tile<RE, G, 2>(q, ldq, k, d, out, 4); break;
-    case 3: dot_tile<RE, G, 3>(q, ldq, k, d, out, 4); break;
-    default: dot_tile<RE, G, 4>(q, ldq, k, d, out, 4); break;
+    case 1: dot_tile<RE, G, 1>(q, ldq, k, d, out, ldo); break;
+    case 2: dot_tile<RE, G, 2>(q, ldq, k, d, out, ldo); break;
+    case 3: dot_tile<RE, G, 3>(q, ldq, k, d, out, ldo); break;
+    default: dot_tile<RE, G, 4>(q, ldq, k, d, out, ldo); break;
   }
 }
 
-/// out[h * 4 + c] = q_h . k_c for G <= 4 rows and C <= 4 key rows. @pre d % L == 0
+/// out[h * ldo + c] = q_h . k_c for G <= 4 rows and C <= 4 key rows. @pre d % L == 0
 template <class RE>
 static void dot_tile_any(std::size_t G, std::size_t C, const float* q, std::size_t ldq,
-                         const RE* const* k, std::size_t d, float* out) noexcept {
+                         const RE* const* k, std::size_t d, float* out,
+                         std::size_t ldo = 4) noexcept {
   switch (G) {
-    case 1: dot_tile_c<RE, 1>(C, q, ldq, k, d, out); break;
-    case 2: dot_tile_c<RE, 2>(C, q, ldq, k, d, out); break;
-    case 3: dot_tile_c<RE, 3>(C, q, ldq, k, d, out); break;
-    default: dot_tile_c<RE, 4>(C, q, ldq, k, d, out); break;
+    case 1: dot_tile_c<RE, 1>(C, q, ldq, k, d, out, ldo); break;
+    case 2: dot_tile_c<RE, 2>(C, q, ldq, k, d, out, ldo); break;
+    case 3: dot_tile_c<RE, 3>(C, q, ldq, k, d, out, ldo); break;
+    default: dot_tile_c<RE, 4>(C, q, ldq, k, d, out, ldo); break;
   }
 }
 
@@ -230,9 +241,11 @@ MNEMO_NOINLINE static void pv_rows(const float* p, std::size_t ldp, const std::u
                                    std::size_t n_js, const RE* const* v, std::size_t dv, float* o,
                                    std::size_t ldo, prefetch_cursor& pf) noexcept {
   constexpr std::size_t NV = RR == 1 ? 8 : 4;
+  prefetch_cursor cur = pf;  // a local copy stays in registers (pf may alias o)
   std::size_t n0 = 0;
-  for (; n0 + NV * L <= dv; n0 += NV * L) pv_tile<RE, RR, NV>(p, ldp, js, n_js, v, n0, o, ldo, pf);
-  for (; n0 < dv; n0 += L) pv_tile<RE, RR, 1>(p, ldp, js, n_js, v, n0, o, ldo, pf);
+  for (; n0 + NV * L <= dv; n0 += NV * L) pv_tile<RE, RR, NV>(p, ldp, js, n_js, v, n0, o, ldo, cur);
+  for (; n0 < dv; n0 += L) pv_tile<RE, RR, 1>(p, ldp, js, n_js, v, n0, o, ldo, cur);
+  pf = cur;
 }
 
 /// pv_rows over R rows in groups of 4; pf advances one step per (cell, row group,
