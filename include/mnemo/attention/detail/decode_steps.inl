@@ -11,8 +11,8 @@
 // of four heads x four rows needed 20 and read cell rows straight from DRAM), P.V with
 // the outputs in registers across the block's cells. Against the per-cell K pass:
 // +8-10% of the read bandwidth measured in the same moments at 16k and 32k cells
-// (docs/performance.md, "paired"). Quantised K keeps the per-cell pass: each cell
-// row is decoded once for all heads (cell_logits).
+// (docs/performance.md, "Decode: Q.K head by head from cache"). Quantised K keeps the
+// per-cell pass: each cell row is decoded once for all heads (cell_logits).
 // Included after tile_math.inl and block_steps.inl; @pre d_k % L == 0, d_v % L == 0.
 
 /// s[hh * s_head + rr * s_row] = q[hh, rr] . k_hh for HH heads of one cell row
@@ -192,7 +192,7 @@ static void run_decode_item(const detail::call& c, const detail::item& it,
   const std::size_t g = c.sh.group(), dk = c.sh.d_k, dv = c.sh.d_v, R = t.count * g;
   const std::size_t h0 = it.head_begin, H = it.head_end - it.head_begin;
   gather_queries(c, it, w.q);
-  pack_queries(w.q, H, R, dk, w.qp);
+  if constexpr (!is_read_in_place<KE>) pack_queries(w.q, H, R, dk, w.qp);  // for cell_logits
   for (std::size_t i = 0; i < H * R * dv; ++i) w.o[i] = 0.0f;
   for (std::size_t r = 0; r < H * R; ++r) {
     w.m[r] = -__builtin_inff();
