@@ -137,6 +137,29 @@ snapshot stream_snap(const S& m, seq_id s) {
   return r;
 }
 
+/// The local layers' window over `size` cells for `n_seq_max` sequences (the unified
+/// window holds all of them, a split_window stream one).
+memory::sliding_window_config window_of(const config_draw& c, seq_id n_seq_max, std::size_t size) {
+  memory::sliding_window_config w;
+  w.shape = shape_of(c, 4);
+  w.n_ctx = 1 << 20;
+  w.n_seq_max = n_seq_max;
+  w.window = c.kind;
+  w.n_swa = c.n_swa;
+  w.size = size;
+  w.rope = rope_of(c);
+  return w;
+}
+
+/// layered<Global, Local> over parts made from their configs (the draws are valid).
+template <class Global, class Local, class GlobalConfig, class LocalConfig>
+memory::layered<Global, Local> compose(const GlobalConfig& g, const LocalConfig& w) {
+  return std::move(memory::layered<Global, Local>::make(layer_map(),
+                                                        std::move(Global::make(g)).value(),
+                                                        std::move(Local::make(w)).value()))
+      .value();
+}
+
 // ---- the two compositions ------------------------------------------------------------
 
 struct unified_parts {
@@ -151,17 +174,8 @@ struct unified_parts {
     g.size = c.global_cells;
     g.n_seq_max = c.n_seq;
     g.rope = rope_of(c);
-    memory::sliding_window_config w;
-    w.shape = shape_of(c, 4);
-    w.n_ctx = 1 << 20;
-    w.n_seq_max = c.n_seq;
-    w.window = c.kind;
-    w.n_swa = c.n_swa;
-    w.size = c.local_cells * static_cast<std::size_t>(c.n_seq);
-    w.rope = rope_of(c);
-    return std::move(mem::make(layer_map(), std::move(global_part::make(g)).value(),
-                               std::move(local_part::make(w)).value()))
-        .value();
+    return compose<global_part, local_part>(
+        g, window_of(c, c.n_seq, c.local_cells * static_cast<std::size_t>(c.n_seq)));
   }
   static mem_snap snaps(const mem& m) {
     part_snap w{{snap(m.part<1>(), live_rows)}, {}};
@@ -198,15 +212,8 @@ struct split_parts {
     g.rope = rope_of(c);
     memory::split_window_config w;
     w.n_seq_max = c.n_seq;
-    w.stream.shape = shape_of(c, 4);
-    w.stream.n_ctx = 1 << 20;
-    w.stream.window = c.kind;
-    w.stream.n_swa = c.n_swa;
-    w.stream.size = c.local_cells;
-    w.stream.rope = rope_of(c);
-    return std::move(mem::make(layer_map(), std::move(global_part::make(g)).value(),
-                               std::move(local_part::make(w)).value()))
-        .value();
+    w.stream = window_of(c, 1, c.local_cells);
+    return compose<global_part, local_part>(g, w);
   }
   static mem_snap snaps(const mem& m) {
     const auto& g = m.part<0>();
