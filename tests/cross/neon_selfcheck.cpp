@@ -354,6 +354,14 @@ void check_products_type(const char* name) {
         w.data = reinterpret_cast<const std::byte*>(rows.data());
         mnemo::model::matmul_workspace ws;
         mnemo::model::mul_mat<simd::neon>(w, x.data(), n_in, n_tok, y.data(), n_out, 1, ws);
+        if constexpr (dt::element_traits<E>::block_size > 1) {
+          // quantised weights multiply x rounded to q8_0 (as ggml does)
+          for (std::size_t b = 0; b < x.size(); b += 32) {
+            dt::block_q8_0 q;
+            dt::row_kernels<simd::scalar>::encode(x.data() + b, &q, 32);
+            dt::row_kernels<simd::scalar>::decode(&q, x.data() + b, 32);
+          }
+        }
         for (std::size_t t = 0; t < n_tok; ++t)
           for (std::size_t o = 0; o < n_out; ++o) {
             double want = 0, mag = 0;

@@ -1,6 +1,7 @@
 // model::mul_mat and get_row, typed over (ISA, storage type), against a double-precision
 // product of the DECODED weights (decoding is exact and tested bit-identical to
-// ggml's definitions in tests/dtype). Covers both kernels (few tokens: streaming rows;
+// ggml's definitions in tests/dtype), with x rounded to q8_0 first for q8_0 and q4_0
+// weights (as ggml and mul_mat do). Covers both kernels (few tokens: streaming rows;
 // >= k_gemm_min_tokens: packed panels), odd output counts, input widths that cross the
 // panel k-blocking, row strides wider than the rows, and 1, 2 or 3 threads, which must
 // give bit-identical results (row and panel counts that do not split evenly).
@@ -89,6 +90,21 @@ bool runnable() {
     return simd::supported<Isa>();
 }
 
+/// x as mul_mat multiplies it by weights of type E: rounded to q8_0 block by block
+/// (ggml's quantize_row_q8_0, the scalar encoder) for q8_0 and q4_0, else unchanged.
+template <class E>
+std::vector<float> as_multiplied(std::vector<float> x, std::size_t x_stride, std::size_t n_in) {
+  if constexpr (dt::element_traits<E>::block_size > 1) {
+    for (std::size_t t = 0; t < x.size() / x_stride; ++t)
+      for (std::size_t b = 0; b < n_in; b += 32) {
+        dt::block_q8_0 q;
+        dt::encode_row<simd::scalar>(x.data() + t * x_stride + b, &q, 32);
+        dt::decode_row<simd::scalar>(&q, x.data() + t * x_stride + b, 32);
+      }
+  }
+  return x;
+}
+
 template <class Isa, class E>
 void check_product(std::size_t n_in, std::size_t n_out, std::size_t n_tok) {
   const std::uint64_t seed = k_seed ^ (n_in * 1000003u + n_out * 1009u + n_tok);
@@ -98,6 +114,7 @@ void check_product(std::size_t n_in, std::size_t n_out, std::size_t n_tok) {
   std::uniform_real_distribution<float> ud(-1.0f, 1.0f);
   std::vector<float> x(n_tok * x_stride);
   for (float& v : x) v = ud(rng);
+  const std::vector<float> x_used = as_multiplied<E>(x, x_stride, n_in);
   std::vector<float> y1(n_tok * y_stride, k_sentinel), y2(n_tok * y_stride, k_sentinel),
       y3(n_tok * y_stride, k_sentinel);
   mnemo::model::matmul_workspace ws;
@@ -118,7 +135,7 @@ void check_product(std::size_t n_in, std::size_t n_out, std::size_t n_tok) {
       }
       double exact = 0, abs_sum = 0;
       for (std::size_t i = 0; i < n_in; ++i) {
-        const double p = static_cast<double>(x[t * x_stride + i]) * tw.decoded[o * n_in + i];
+        const double p = static_cast<double>(x_used[t * x_stride + i]) * tw.decoded[o * n_in + i];
         exact += p;
         abs_sum += std::fabs(p);
       }
@@ -142,7 +159,8 @@ TYPED_TEST_P(ModelMatmul, MatchesDoubleReference) {
   constexpr bool block = dt::element_traits<E>::block_size > 1;
   // 320 / 300 cross the AVX-512 k-blocking (128) of the packed product; 37 leaves a
   // tail of every vector width for the one-value types.
-  std::vector<std::size_t> n_ins = {32, 320};
+  // 32 and 96: odd block counts (the 8-bit kernel takes blocks in pairs).
+  std::vector<std::size_t> n_ins = {32, 96, 320};
   if constexpr (!block) n_ins.insert(n_ins.end(), {37, 300});
   for (std::size_t n_in : n_ins)
     for (std::size_t n_out : {1, 7, 65, 130})

@@ -14,10 +14,17 @@
 // weight rows are decoded and transposed into the workspace and a register-tiled
 // micro-kernel runs over them (detail/matmul_gemm.inl). Both sum in f32 with fma, in
 // an ISA-dependent order; y does not depend on n_threads.
+//
+// For q8_0 and q4_0 weights, x is first rounded to q8_0 per block of 32 values, as ggml
+// does (its vec_dot_type), on every path and ISA: one token on a CPU with AVX-512 VNNI
+// and VBMI multiplies the 8-bit codes (detail/matmul_int8.hpp), the other paths the
+// dequantised values, so a token's product does not depend on how many tokens share
+// the call beyond the order of the f32 sums.
 #pragma once
 
 #include <algorithm>
 #include <cstddef>
+#include <type_traits>
 
 #include "mnemo/base/aligned_buffer.hpp"
 #include "mnemo/base/assert.hpp"
@@ -29,6 +36,7 @@
 #include "mnemo/simd/isa.hpp"
 
 #define MNEMO_MODEL_MATMUL_INTERNAL_ 1
+#include "mnemo/model/detail/matmul_int8.hpp"
 #include "mnemo/model/detail/matmul_kernels.hpp"
 #undef MNEMO_MODEL_MATMUL_INTERNAL_
 
@@ -43,16 +51,30 @@ inline constexpr std::size_t k_gemm_min_tokens = 48;
 inline constexpr std::size_t k_decode_min_bytes_per_thread = 64 * 1024;
 
 /// Scratch the products reuse between calls (no allocation per call once warm): the
-/// packed weight panels of the many-token product, one slice per thread.
+/// packed weight panels of the many-token product, one slice per thread, and x rounded
+/// to q8_0 for quantised weights.
 struct matmul_workspace {
   aligned_buffer<float> scratch;
+  aligned_buffer<float> rounded_x;
 
-  /// Makes room for `floats` floats (keeps a larger buffer). no_space when it cannot.
-  status reserve_floats(std::size_t floats) {
-    if (scratch.size() >= floats) return status{};
-    auto b = aligned_buffer<float>::make(floats);
-    if (!b.is_ok()) return b.to_status();
-    scratch = std::move(b).value();
+  /// Makes room for `floats` floats of scratch (keeps a larger buffer). no_space when
+  /// it cannot.
+  status reserve_floats(std::size_t floats) { return grow(scratch, floats); }
+
+  /// Makes room for x rounded to q8_0 for n_tok tokens of n_in values on n_threads
+  /// threads (the products of q8_0 / q4_0 weights grow it on first use otherwise).
+  /// no_space when it cannot.
+  status reserve_rounded_x(std::size_t n_tok, std::size_t n_in, int n_threads) {
+    const auto nt = static_cast<std::size_t>(n_threads <= 0 ? default_thread_count() : n_threads);
+    return grow(rounded_x, std::max(n_tok * n_in, nt * detail::int8_x_floats(n_in)));
+  }
+
+ private:
+  static status grow(aligned_buffer<float>& b, std::size_t floats) {
+    if (b.size() >= floats) return status{};
+    auto made = aligned_buffer<float>::make(floats);
+    if (!made.is_ok()) return made.to_status();
+    b = std::move(made).value();
     return status{};
   }
 };
@@ -73,6 +95,19 @@ status matmul_reserve(matmul_workspace& ws, int n_threads) {
   return ws.reserve_floats(static_cast<std::size_t>(nt) * matmul_scratch_floats_per_thread<Isa>());
 }
 
+namespace detail {
+/// dst = x rounded to q8_0 and back: per block of 32, dx * round(x / dx) with ggml's dx
+/// (dtype's q8_0 encode). [n] -> [n] @pre n % 32 == 0
+template <simd::isa_tag Isa>
+void round_through_q8_0(const float* x, float* dst, std::size_t n) noexcept {
+  for (std::size_t b = 0; b < n; b += 32) {
+    dtype::block_q8_0 q;
+    dtype::encode_row<Isa>(x + b, &q, 32);
+    dtype::decode_row<Isa>(&q, dst + b, 32);
+  }
+}
+}  // namespace detail
+
 template <simd::isa_tag Isa = simd::native>
 void mul_mat(const weight& w, const float* x, std::size_t x_stride, std::size_t n_tok, float* y,
              std::size_t y_stride, int n_threads, matmul_workspace& ws) {
@@ -83,6 +118,27 @@ void mul_mat(const weight& w, const float* x, std::size_t x_stride, std::size_t 
   const int nt = n_threads <= 0 ? default_thread_count() : n_threads;
   const auto* base = reinterpret_cast<const unsigned char*>(w.data);
   dtype::visit(w.type, [&]<class E>(dtype::type_tag<E>) {
+    constexpr bool quantised =
+        std::is_same_v<E, dtype::block_q8_0> || std::is_same_v<E, dtype::block_q4_0>;
+    // Quantised weights take x rounded to q8_0; when the workspace cannot grow, x as it
+    // is (the product then differs by that rounding, ~1e-3 relative).
+    bool int8 = false;  // the 8-bit one-token kernel packs x per thread
+    if constexpr (quantised) {
+      if (ws.reserve_rounded_x(n_tok, w.n_in, nt).is_ok()) {
+        if constexpr (detail::has_int8_decode<Isa>)
+          int8 = n_tok == 1 && simd::detail::cpu().avx512_int8;
+        if (!int8) {
+          // token by token, on every thread for prefill
+          float* rx = ws.rounded_x.data();
+          const int round_threads = n_tok >= k_gemm_min_tokens ? nt : 1;
+          parallel_for(n_tok, round_threads, [&](std::size_t t, int) {
+            detail::round_through_q8_0<Isa>(x + t * x_stride, rx + t * w.n_in, w.n_in);
+          });
+          x = rx;
+          x_stride = w.n_in;
+        }
+      }
+    }
     if (n_tok >= k_gemm_min_tokens && matmul_reserve<Isa>(ws, nt).is_ok()) {
       // Items: panels of k_nr outputs; with fewer panels than 2 per thread, also blocks
       // of tokens (each block packs the panel again, so only when threads would idle).
@@ -117,6 +173,15 @@ void mul_mat(const weight& w, const float* x, std::size_t x_stride, std::size_t 
       const std::size_t r0 = n_tiles * part / n_parts * 4;
       const std::size_t r1 = std::min(w.n_out, n_tiles * (part + 1) / n_parts * 4);
       if (r0 >= r1) return;
+      if constexpr (quantised && detail::has_int8_decode<Isa>) {
+        if (int8) {
+          auto* packed = reinterpret_cast<detail::int8_x_group*>(
+              ws.rounded_x.data() + part * detail::int8_x_floats(w.n_in));
+          detail::int8_decode<Isa>::template gemv1<E>(base + r0 * w.row_bytes, w.row_bytes, r1 - r0,
+                                                      w.n_in, x, packed, y + r0);
+          return;
+        }
+      }
       kernels::template gemv<E>(base + r0 * w.row_bytes, w.row_bytes, r1 - r0, w.n_in, x, x_stride,
                                 n_tok, y + r0, y_stride);
     });

@@ -22,8 +22,9 @@ namespace mnemo::simd {
 namespace detail {
 
 struct cpu_features {
-  bool avx2 = false;    // AVX2 + FMA + F16C + BMI1/2, and the OS saves YMM state
-  bool avx512 = false;  // AVX-512 F/BW/DQ/VL on top of that, and the OS saves ZMM state
+  bool avx2 = false;         // AVX2 + FMA + F16C + BMI1/2, and the OS saves YMM state
+  bool avx512 = false;       // AVX-512 F/BW/DQ/VL on top of that, and the OS saves ZMM state
+  bool avx512_int8 = false;  // AVX-512 VNNI + VBMI on top of avx512 (8-bit dot products)
   bool neon = false;
 };
 
@@ -48,6 +49,8 @@ inline cpu_features probe_cpu_features() noexcept {
              avx512vl = b & (1u << 31);
   f.avx2 = os_ymm && avx2 && fma && f16c && bmi1 && bmi2;
   f.avx512 = f.avx2 && os_zmm && avx512f && avx512dq && avx512bw && avx512vl;
+  const bool vbmi = c & (1u << 1), vnni = c & (1u << 11);
+  f.avx512_int8 = f.avx512 && vbmi && vnni;
   return f;
 }
 #elif defined(MNEMO_ARCH_AARCH64)
