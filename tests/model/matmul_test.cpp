@@ -159,8 +159,10 @@ TYPED_TEST_P(ModelMatmul, MatchesDoubleReference) {
   constexpr bool block = dt::element_traits<E>::block_size > 1;
   // 320 / 300 cross the AVX-512 k-blocking (128) of the packed product; 37 leaves a
   // tail of every vector width for the one-value types.
-  // 32 and 96: odd block counts (the 8-bit kernel takes blocks in pairs).
-  std::vector<std::size_t> n_ins = {32, 96, 320};
+  // The 8-bit one-token kernel takes q4_0 in groups of 3 blocks and q8_0 in pairs, two
+  // groups per loop step: 1, 2, 3, 6 and 10 blocks give every partial group (q4_0: 1
+  // and 2 blocks left; q8_0: 1), and odd and even counts of whole groups.
+  std::vector<std::size_t> n_ins = {32, 64, 96, 192, 320};
   if constexpr (!block) n_ins.insert(n_ins.end(), {37, 300});
   for (std::size_t n_in : n_ins)
     for (std::size_t n_out : {1, 7, 65, 130})
