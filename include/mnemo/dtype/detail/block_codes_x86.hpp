@@ -172,19 +172,23 @@ struct block_codes<simd::avx512> {
   }
   static constexpr bool q4_dot_by_values = true;
 
+  /// q8_0 codes of 16 values: x * id clamped to [-127, 127], rounded half away from zero
+  /// (roundf; v - trunc(v) is exact). Also used by model's 8-bit product to pack x.
+  static MNEMO_INLINE __m128i q8_codes16(const float* x, __m512 vid) noexcept {
+    const __m512 one = _mm512_set1_ps(1.0f);
+    __m512 v = _mm512_mul_ps(_mm512_loadu_ps(x), vid);
+    v = _mm512_min_ps(_mm512_max_ps(v, _mm512_set1_ps(-127.0f)), _mm512_set1_ps(127.0f));
+    __m512 t = _mm512_roundscale_ps(v, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+    const __m512 f = _mm512_sub_ps(v, t);
+    t = _mm512_mask_add_ps(t, _mm512_cmp_ps_mask(f, _mm512_set1_ps(0.5f), _CMP_GE_OQ), t, one);
+    t = _mm512_mask_sub_ps(t, _mm512_cmp_ps_mask(f, _mm512_set1_ps(-0.5f), _CMP_LE_OQ), t, one);
+    return _mm512_cvtsepi32_epi8(_mm512_cvttps_epi32(t));
+  }
+
   static MNEMO_INLINE void quantize_q8(const float* x, float id, std::int8_t* qs) noexcept {
     const __m512 vid = _mm512_set1_ps(id);
-    const __m512 one = _mm512_set1_ps(1.0f);
-    for (int h = 0; h < 2; ++h) {
-      __m512 v = _mm512_mul_ps(_mm512_loadu_ps(x + 16 * h), vid);
-      v = _mm512_min_ps(_mm512_max_ps(v, _mm512_set1_ps(-127.0f)), _mm512_set1_ps(127.0f));
-      __m512 t = _mm512_roundscale_ps(v, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
-      const __m512 f = _mm512_sub_ps(v, t);  // exact
-      t = _mm512_mask_add_ps(t, _mm512_cmp_ps_mask(f, _mm512_set1_ps(0.5f), _CMP_GE_OQ), t, one);
-      t = _mm512_mask_sub_ps(t, _mm512_cmp_ps_mask(f, _mm512_set1_ps(-0.5f), _CMP_LE_OQ), t, one);
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(qs + 16 * h),
-                       _mm512_cvtsepi32_epi8(_mm512_cvttps_epi32(t)));
-    }
+    for (int h = 0; h < 2; ++h)
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(qs + 16 * h), q8_codes16(x + 16 * h, vid));
   }
 
   static MNEMO_INLINE void quantize_q4(const float* x, float id, std::uint8_t* qs) noexcept {

@@ -231,6 +231,24 @@ static MNEMO_INLINE void dot_tile_tokens_(const unsigned char* w, std::size_t ro
 /// 4-8 KiB best on Zen 4.
 static constexpr std::size_t k_decode_prefetch_bytes = 8192;
 
+/// And the first line of every 4 KiB page this far beyond that: the weights of a GGUF
+/// mapping sit on 4 KiB pages, and the touch starts a page's walk before the prefetch
+/// front needs it. Page walks cost here: with the weights on huge pages the q4_0 one-token
+/// product read up to 0.1 more of the paired read bandwidth; the touch gave +0.03-0.1 to
+/// the f32 / f16 / bf16 loop on most shapes and +0.01-0.03 to the 8-bit kernel (paired A/B).
+static constexpr std::size_t k_page_touch_ahead = 4096;
+
+/// Touches the pages from `page` (4 KiB aligned) up to `stop`; page moves on.
+static MNEMO_INLINE void touch_pages(std::uintptr_t& page, std::uintptr_t stop) noexcept {
+  for (; page < stop; page += 4096) __builtin_prefetch(reinterpret_cast<const void*>(page), 0, 3);
+}
+
+/// The first page a range from `begin` touches: the one after begin's (whose walk the
+/// first prefetches start anyway).
+static MNEMO_INLINE std::uintptr_t first_touched_page(std::uintptr_t begin) noexcept {
+  return (begin & ~std::uintptr_t{4095}) + 4096;
+}
+
 /// y[r] = x . row r for n_rows rows (row_bytes apart), one token: [n] f32 x [n_rows, n] E
 /// -> [n_rows] f32. The rows are one contiguous stream per thread; it is prefetched line by
 /// line a fixed distance ahead, never past the range (the other thread's rows).
@@ -242,13 +260,14 @@ static void gemv1_(const unsigned char* w, std::size_t row_bytes, std::size_t n_
                    const float* x, float* y) noexcept {
   const std::uintptr_t begin = reinterpret_cast<std::uintptr_t>(w);
   const std::uintptr_t end = begin + n_rows * row_bytes;
-  std::uintptr_t pf = begin & ~std::uintptr_t{63};
+  std::uintptr_t pf = begin & ~std::uintptr_t{63}, page = first_touched_page(begin);
   const std::size_t distance = k_decode_prefetch_bytes;
   for (std::size_t r = 0; r < n_rows; ++r) {
     const unsigned char* p = w + r * row_bytes;
     const std::uintptr_t want = reinterpret_cast<std::uintptr_t>(p) + row_bytes + distance;
     const std::uintptr_t stop = want < end ? want : end;
     for (; pf < stop; pf += 64) __builtin_prefetch(reinterpret_cast<const void*>(pf), 0, 3);
+    touch_pages(page, want + k_page_touch_ahead < end ? want + k_page_touch_ahead : end);
     const E* row = reinterpret_cast<const E*>(p);
     if constexpr (std::is_same_v<E, dtype::block_q8_0>) {
       y[r] = RK::dot_q8_(x, row, n);

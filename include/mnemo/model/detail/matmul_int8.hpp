@@ -26,7 +26,6 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
 #include <type_traits>
 
 #include "mnemo/base/config.hpp"
@@ -71,7 +70,7 @@ inline constexpr bool has_int8_decode<simd::avx512> = true;
 MNEMO_BEGIN_TARGET_(MNEMO_TARGET_FEATURES_AVX512 ",avx512vnni,avx512vbmi")
 template <>
 struct int8_decode<simd::avx512> {
-  using RK = dtype::row_kernels<simd::avx512>;
+  using codes = dtype::detail::block_codes<simd::avx512>;
 
   template <class E>
   static constexpr bool q4_ = std::is_same_v<E, dtype::block_q4_0>;
@@ -130,35 +129,110 @@ struct int8_decode<simd::avx512> {
   template <class E>
   static constexpr std::int32_t bias_factor_ = q4_<E> ? -8 : -128;
 
-  /// x [n] f32 -> ceil(n / 32 / group_blocks_) groups, for weights of type E.
-  /// @pre n % 32 == 0
+  /// Lanes that hold codes of a block, and that block's index (0 for the others).
+  template <class E>
+  static constexpr __mmask16 lanes_with_block_ = [] {
+    unsigned m = 0;
+    for (std::size_t l = 0; l < 16; ++l) m |= (block_of_lane_<E>(l) < group_blocks_<E>) << l;
+    return static_cast<__mmask16>(m);
+  }();
+  template <class E>
+  alignas(64) static constexpr std::array<std::int32_t, 16> lane_blocks_ = [] {
+    std::array<std::int32_t, 16> a{};
+    for (std::size_t l = 0; l < 16; ++l)
+      a[l] = static_cast<std::int32_t>(block_of_lane_<E>(l) % group_blocks_<E>);
+    return a;
+  }();
+
+  /// q4_0: byte p of a group's code vector holds code p - code_at_(j) of block j's half
+  /// (low or high), which vpermb takes from byte 16 j + p - code_at_(j) of the three
+  /// halves side by side; bytes of no block are masked off.
+  template <class E>
+  alignas(64) static constexpr std::array<std::uint8_t, 64> q4_code_source_ = [] {
+    std::array<std::uint8_t, 64> a{};
+    for (std::size_t j = 0; j < 3; ++j)
+      for (std::size_t i = 0; i < 16; ++i)
+        a[code_at_<E>(j) + i] = static_cast<std::uint8_t>(16 * j + i);
+    return a;
+  }();
+  template <class E>
+  static constexpr __mmask64 q4_code_mask_ = [] {
+    std::uint64_t m = 0;
+    for (std::size_t j = 0; j < 3; ++j) m |= std::uint64_t{0xffff} << code_at_<E>(j);
+    return m;
+  }();
+
+  /// Blocks of x whose q8_0 scales are computed together, 16 per vector operation.
+  template <class E>
+  static constexpr std::size_t pack_chunk_ = 16 * group_blocks_<E>;
+
+  /// The q8_0 scales of nb <= pack_chunk_ blocks of x, with encode's arithmetic:
+  /// d = max|x| / 127, id = 1 / d (0 when d is 0), and dx = d stored as f16 and read back
+  /// (what the codes stand for). The lanes from nb on, and 16 more of dx, are 0.
+  template <class E>
+  static MNEMO_INLINE void block_scales_(const float* x, std::size_t nb, float* id,
+                                         float* dx) noexcept {
+    constexpr std::size_t chunk = pack_chunk_<E>;
+    alignas(64) float amax[chunk];
+    for (std::size_t b = 0; b < chunk; ++b) amax[b] = b < nb ? codes::abs_max(x + 32 * b) : 0.0f;
+    for (std::size_t v = 0; v < chunk; v += 16) {
+      const __m512 d = _mm512_div_ps(_mm512_load_ps(amax + v), _mm512_set1_ps(127.0f));
+      const __mmask16 nonzero = _mm512_cmp_ps_mask(d, _mm512_setzero_ps(), _CMP_NEQ_UQ);
+      _mm512_store_ps(id + v, _mm512_maskz_div_ps(nonzero, _mm512_set1_ps(1.0f), d));
+      _mm512_store_ps(dx + v, _mm512_cvtph_ps(_mm512_cvtps_ph(
+                                  d, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)));
+    }
+    _mm512_store_ps(dx + chunk, _mm512_setzero_ps());
+  }
+
+  /// One group of k blocks of x (id and dx: its blocks' scales) laid out as int8_x_group.
+  template <class E>
+  static MNEMO_INLINE void pack_group_(const float* x, std::size_t k, const float* id,
+                                       const float* dx, int8_x_group* out) noexcept {
+    constexpr std::size_t G = group_blocks_<E>;
+    __m128i c[2 * G];  // the codes of each half block
+    for (std::size_t h = 0; h < 2 * G; ++h)
+      c[h] = h / 2 < k ? codes::q8_codes16(x + 16 * h, _mm512_set1_ps(id[h / 2]))
+                       : _mm_setzero_si128();
+    __m512i lo, hi = _mm512_setzero_si512();
+    if constexpr (q4_<E>) {  // first halves to the low nibbles' bytes, second to the high
+      const __m512i idx = _mm512_load_si512(q4_code_source_<E>.data());
+      const auto halves = [&](std::size_t h) {
+        return _mm512_inserti32x4(_mm512_inserti32x4(_mm512_zextsi128_si512(c[h]), c[h + 2], 1),
+                                  c[h + 4], 2);
+      };
+      lo = _mm512_maskz_permutexvar_epi8(q4_code_mask_<E>, idx, halves(0));
+      hi = _mm512_maskz_permutexvar_epi8(q4_code_mask_<E>, idx, halves(1));
+    } else {
+      lo = _mm512_inserti32x4(
+          _mm512_inserti32x4(_mm512_inserti32x4(_mm512_zextsi128_si512(c[0]), c[1], 1), c[2], 2),
+          c[3], 3);
+    }
+    const __m512i ones = _mm512_set1_epi8(1);
+    __m512i sums = _mm512_dpbusd_epi32(_mm512_setzero_si512(), ones, lo);
+    if constexpr (q4_<E>) sums = _mm512_dpbusd_epi32(sums, ones, hi);
+    _mm512_store_si512(out->lo, lo);
+    _mm512_store_si512(out->hi, hi);
+    _mm512_store_ps(out->dx, _mm512_maskz_permutexvar_ps(lanes_with_block_<E>,
+                                                         _mm512_load_si512(lane_blocks_<E>.data()),
+                                                         _mm512_loadu_ps(dx)));
+    _mm512_store_si512(out->bias, _mm512_mullo_epi32(sums, _mm512_set1_epi32(bias_factor_<E>)));
+  }
+
+  /// x [n] f32 -> ceil(n / 32 / group_blocks_) groups, for weights of type E: the codes
+  /// and scales of dtype's q8_0 encoder, bit for bit. @pre n % 32 == 0
   template <class E>
   static void pack(const float* x, std::size_t n, int8_x_group* out) noexcept {
     static_assert(lanes_of_one_block_<E>());
-    constexpr std::size_t G = group_blocks_<E>;
+    constexpr std::size_t G = group_blocks_<E>, chunk = pack_chunk_<E>;
     const std::size_t n_blocks = n / 32;
-    const __m512i ones = _mm512_set1_epi8(1);
-    for (std::size_t g = 0; g * G < n_blocks; ++g) {
-      const std::size_t k = n_blocks - g * G < G ? n_blocks - g * G : G;
-      dtype::block_q8_0 q[G] = {};
-      RK::encode(x + g * G * 32, q, k * 32);
-      int8_x_group o = {};
-      for (std::size_t j = 0; j < k; ++j) {
-        if constexpr (q4_<E>) {
-          std::memcpy(o.lo + code_at_<E>(j), q[j].qs, 16);
-          std::memcpy(o.hi + code_at_<E>(j), q[j].qs + 16, 16);
-        } else {
-          std::memcpy(o.lo + code_at_<E>(j), q[j].qs, 32);
-        }
-      }
-      for (std::size_t l = 0; l < 16; ++l) {
-        const std::size_t j = block_of_lane_<E>(l);
-        o.dx[l] = j < G ? q[j].d.to_float() : 0.0f;
-      }
-      __m512i sums = _mm512_dpbusd_epi32(_mm512_setzero_si512(), ones, _mm512_load_si512(o.lo));
-      if constexpr (q4_<E>) sums = _mm512_dpbusd_epi32(sums, ones, _mm512_load_si512(o.hi));
-      _mm512_store_si512(o.bias, _mm512_mullo_epi32(sums, _mm512_set1_epi32(bias_factor_<E>)));
-      out[g] = o;
+    for (std::size_t b0 = 0; b0 < n_blocks; b0 += chunk) {
+      const std::size_t nb = n_blocks - b0 < chunk ? n_blocks - b0 : chunk;
+      alignas(64) float id[chunk], dx[chunk + 16];
+      block_scales_<E>(x + b0 * 32, nb, id, dx);
+      for (std::size_t j = 0; j < nb; j += G)
+        pack_group_<E>(x + (b0 + j) * 32, nb - j < G ? nb - j : G, id + j, dx + j,
+                       out + (b0 + j) / G);
     }
   }
 
@@ -207,18 +281,16 @@ struct int8_decode<simd::avx512> {
     acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_mul_ps(dw, x.dx), acc);
   }
 
-  /// x . one row of n_blocks blocks of E at w. The row's lines are prefetched up to
-  /// `ahead` (a fixed distance past its end), spread over its groups. Two accumulators
-  /// (groups in pairs), so that the fma of one group does not wait for the previous one.
+  /// Lane sums of x . one row of n_blocks blocks of E at w. The row's lines are
+  /// prefetched up to `stop` (a fixed distance past its end), `per_pair` lines per two
+  /// groups. Two accumulators (groups in pairs), so that the fma of one group does not
+  /// wait for the previous one.
   template <class E>
-  static MNEMO_INLINE float dot_row_(const unsigned char* w, std::size_t n_blocks,
-                                     const int8_x_group* x, std::uintptr_t& next_pf,
-                                     std::uintptr_t ahead, std::uintptr_t end) noexcept {
+  static MNEMO_INLINE __m512 dot_row_(const unsigned char* w, std::size_t n_blocks,
+                                      const int8_x_group* x, std::uintptr_t& next_pf,
+                                      std::size_t per_pair, std::uintptr_t stop) noexcept {
     constexpr std::size_t G = group_blocks_<E>, group_bytes = G * sizeof(E);
     const std::size_t n_whole = n_blocks / G, tail = n_blocks % G;
-    const std::uintptr_t stop = ahead < end ? ahead : end;
-    const std::size_t lines = stop > next_pf ? (stop - next_pf + 63) / 64 : 0;
-    const std::size_t per_pair = n_whole < 2 ? lines : (2 * lines + n_whole - 1) / n_whole;
     std::uintptr_t pf = next_pf;
     __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
     std::size_t g = 0;
@@ -232,7 +304,26 @@ struct int8_decode<simd::avx512> {
     if (tail != 0) group_dot_<E>(w + n_whole * group_bytes, false, tail, load_x_(x[n_whole]), acc1);
     for (; pf < stop; pf += 64) __builtin_prefetch(reinterpret_cast<const void*>(pf), 0, 3);
     next_pf = pf;
-    return _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1));
+    return _mm512_add_ps(acc0, acc1);
+  }
+
+  /// Lane i = the sum of the lanes of a[i]: a transpose-and-add tree, 15 adds and 30
+  /// shuffles for 16 rows where 16 separate reductions take 64 of each. Each lane's
+  /// order of additions depends only on its own vector, so a row's sum does not depend
+  /// on which rows share the tree (1 and 2 threads agree bit for bit).
+  static MNEMO_INLINE __m512 sum_lanes16_(const __m512 (&a)[16]) noexcept {
+    __m512 t[8], u[4], v[2];
+    for (std::size_t i = 0; i < 8; ++i)  // per 128-bit lane: [a0 + a2, b0 + b2, a1 + a3, b1 + b3]
+      t[i] = _mm512_add_ps(_mm512_unpacklo_ps(a[2 * i], a[2 * i + 1]),
+                           _mm512_unpackhi_ps(a[2 * i], a[2 * i + 1]));
+    for (std::size_t i = 0; i < 4; ++i)  // per 128-bit lane: the 4 rows' sums of that lane
+      u[i] = _mm512_add_ps(_mm512_shuffle_ps(t[2 * i], t[2 * i + 1], _MM_SHUFFLE(1, 0, 1, 0)),
+                           _mm512_shuffle_ps(t[2 * i], t[2 * i + 1], _MM_SHUFFLE(3, 2, 3, 2)));
+    for (std::size_t i = 0; i < 2; ++i)  // 128-bit lanes 0 + 1 and 2 + 3 of two u
+      v[i] = _mm512_add_ps(_mm512_shuffle_f32x4(u[2 * i], u[2 * i + 1], _MM_SHUFFLE(2, 0, 2, 0)),
+                           _mm512_shuffle_f32x4(u[2 * i], u[2 * i + 1], _MM_SHUFFLE(3, 1, 3, 1)));
+    return _mm512_add_ps(_mm512_shuffle_f32x4(v[0], v[1], _MM_SHUFFLE(2, 0, 2, 0)),
+                         _mm512_shuffle_f32x4(v[0], v[1], _MM_SHUFFLE(3, 1, 3, 1)));
   }
 
   /// y[r] = x . row r for n_rows rows of n values (row_bytes apart): [n] f32 x
@@ -242,21 +333,39 @@ struct int8_decode<simd::avx512> {
   /// The rows are read one after the other, one sequential stream per thread, prefetched
   /// a fixed distance ahead and never past the range: reading 4 rows at a time (sharing
   /// the x loads) was a little faster in cache and slower from DRAM (docs/products.md).
+  /// Rows are summed up 16 at a time (sum_lanes16_).
   template <class E>
   static void gemv1(const unsigned char* w, std::size_t row_bytes, std::size_t n_rows,
                     std::size_t n, const float* x, int8_x_group* packed, float* y) noexcept {
-    constexpr std::size_t distance = matmul_kernels<simd::avx512>::k_decode_prefetch_bytes;
-    const std::size_t n_blocks = n / 32;
+    using MK = matmul_kernels<simd::avx512>;
+    constexpr std::size_t distance = MK::k_decode_prefetch_bytes;
+    const std::size_t n_blocks = n / 32, n_whole = n_blocks / group_blocks_<E>;
     const auto base = reinterpret_cast<std::uintptr_t>(w);
     const std::uintptr_t end = base + n_rows * row_bytes;
-    std::uintptr_t pf = base & ~std::uintptr_t{63};
+    std::uintptr_t pf = base & ~std::uintptr_t{63}, page = MK::first_touched_page(base);
     for (const std::uintptr_t stop = base + distance < end ? base + distance : end; pf < stop;
          pf += 64)
       __builtin_prefetch(reinterpret_cast<const void*>(pf), 0, 3);
+    // A row's lines (and one more, for rows that straddle lines) over its group pairs.
+    const std::size_t row_lines = row_bytes / 64 + 2;
+    const std::size_t per_pair = n_whole < 2 ? row_lines : (2 * row_lines + n_whole - 1) / n_whole;
     pack<E>(x, n, packed);
-    for (std::size_t r = 0; r < n_rows; ++r)
-      y[r] = dot_row_<E>(w + r * row_bytes, n_blocks, packed, pf,
-                         base + (r + 1) * row_bytes + distance, end);
+    for (std::size_t r0 = 0; r0 < n_rows; r0 += 16) {
+      const std::size_t m = n_rows - r0 < 16 ? n_rows - r0 : 16;
+      __m512 sums[16];
+      for (std::size_t i = 0; i < 16; ++i) {
+        const std::size_t r = r0 + i;
+        const std::uintptr_t ahead = base + (r + 1) * row_bytes + distance;
+        if (i < m)
+          MK::touch_pages(page, ahead + MK::k_page_touch_ahead < end
+                                    ? ahead + MK::k_page_touch_ahead
+                                    : end);  // page walks ahead
+        sums[i] = i < m ? dot_row_<E>(w + r * row_bytes, n_blocks, packed, pf, per_pair,
+                                      ahead < end ? ahead : end)
+                        : _mm512_setzero_ps();
+      }
+      _mm512_mask_storeu_ps(y + r0, static_cast<__mmask16>((1u << m) - 1), sum_lanes16_(sums));
+    }
   }
 };
 MNEMO_END_TARGET
