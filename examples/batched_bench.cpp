@@ -3,7 +3,8 @@
 //
 //   batched_bench MODEL.gguf [-npp 128,512] [-ntg 128] [-npl 1,2,4,8,16]
 //                 [--memory full|split] [--kv f32|f16|bf16|q8_0|q4_0] [--threads N]
-//                 [--ctx N] [--ubatch N] [--batch N] [--output-format md|jsonl]
+//                 [--ctx N] [--ubatch N] [--batch N] [--prefetch l1|l2]
+//                 [--output-format md|jsonl]
 //
 // For every (PP, TG, B): clear the memory; decode B sequences of PP tokens (position-
 // major, in batches of at most --batch tokens, logits only for each sequence's last
@@ -176,6 +177,7 @@ status run_cases(Context& ctx, const options& o, std::uint32_t n_ctx, std::uint3
 int main(int argc, char** argv) {
   options o;
   if (!parse_args(argc, argv, o)) return usage();
+  mnemo_examples::apply_process_settings(o.rt);
   auto m = model::llama_model::open(o.model);
   if (!m.is_ok()) {
     std::fprintf(stderr, "batched_bench: %s\n", m.error().to_string().c_str());
@@ -192,9 +194,9 @@ int main(int argc, char** argv) {
   if (o.format == "md") {
     std::printf(
         "batched_bench: n_kv_max = %u, n_batch = %u, n_ubatch = %u, memory = %s, kv = %s, "
-        "n_threads = %d, isa = %s\n\n",
+        "n_threads = %d, isa = %s, prefetch = %s\n\n",
         n_ctx, o.rt.n_batch, o.rt.n_ubatch, o.rt.memory.c_str(), o.rt.kv.c_str(), threads,
-        simd::native::name.data());
+        simd::native::name.data(), mnemo_examples::prefetch_target_name());
     std::printf(
         "|    PP |     TG |    B |   N_KV |   T_PP s | S_PP t/s |   T_TG s | S_TG t/s |      T s "
         "|    S t/s |\n"

@@ -5,7 +5,7 @@
 //
 //   generate MODEL.gguf [-p "text" | --tokens 1,2,3] [-n N] [--temp T] [--top-k K]
 //            [--top-p P] [--seed S] [--memory full|split] [--kv TYPE] [--threads N]
-//            [--ctx N] [--ubatch N] [--batch N]
+//            [--ctx N] [--ubatch N] [--batch N] [--prefetch l1|l2]
 //
 // Stops early at the end-of-sequence token. With --tokens and a model without a
 // tokenizer, the generated ids are printed instead of text.
@@ -158,6 +158,7 @@ status generate(Context& ctx, const options& o, const std::vector<token_id>& pro
 int main(int argc, char** argv) {
   options o;
   if (!parse_args(argc, argv, o)) return usage();
+  mnemo_examples::apply_process_settings(o.rt);
   auto m = model::llama_model::open(o.model);
   if (!m.is_ok()) {
     std::fprintf(stderr, "generate: %s\n", m.error().to_string().c_str());

@@ -7,16 +7,42 @@
 //   MNEMO_BENCH_MAIN();
 #pragma once
 
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
 #include "common/machine_limits.hpp"
 #include <benchmark/benchmark.h>
 
+#include "mnemo/simd/prefetch.hpp"
+
 namespace mnemo_bench {
+
+/// MNEMO_PREFETCH=l1|l2 overrides the CPU's default simd::prefetch_target (to measure
+/// which one a machine wants); false on any other value.
+inline bool apply_prefetch_setting() {
+  using mnemo::simd::prefetch_target;
+  if (const char* v = std::getenv("MNEMO_PREFETCH")) {
+    if (std::strcmp(v, "l1") == 0) {
+      mnemo::simd::set_prefetch_target(prefetch_target::l1);
+    } else if (std::strcmp(v, "l2") == 0) {
+      mnemo::simd::set_prefetch_target(prefetch_target::l2);
+    } else {
+      std::fprintf(stderr, "MNEMO_PREFETCH must be l1 or l2, not '%s'\n", v);
+      return false;
+    }
+  }
+  const bool l2 = mnemo::simd::current_prefetch_target() == prefetch_target::l2;
+  benchmark::AddCustomContext("mnemo_prefetch", l2 ? "l2" : "l1");
+  return true;
+}
 
 /// Parses the Google Benchmark flags, probes the machine and runs the selected
 /// benchmarks. Returns the process exit code.
 inline int run_benchmarks(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  if (!apply_prefetch_setting()) return 1;
   add_machine_limits_context();
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();

@@ -24,6 +24,8 @@
 #include <string_view>
 #include <vector>
 
+#include "mnemo/simd/prefetch.hpp"
+
 namespace mnemo_examples {
 
 /// Walks argv[1..argc); value() takes the argument after an option.
@@ -117,11 +119,12 @@ struct runtime_options {
   std::uint32_t n_ctx = 0;      // cells (full) or cells of all streams together (split)
   std::uint32_t n_ubatch = 512;
   std::uint32_t n_batch = 2048;
+  std::string prefetch;  // "" (the CPU's default) | l1 | l2: simd::prefetch_target
 };
 
 inline constexpr const char* k_runtime_usage =
     "       [--memory full|split] [--kv f32|f16|bf16|q8_0|q4_0] [--threads N]\n"
-    "       [--ctx N] [--ubatch N] [--batch N]\n";
+    "       [--ctx N] [--ubatch N] [--batch N] [--prefetch l1|l2]\n";
 
 inline bool is_memory_name(std::string_view v) noexcept { return v == "full" || v == "split"; }
 inline bool is_kv_name(std::string_view v) noexcept {
@@ -134,7 +137,7 @@ enum class option_parse { not_mine, taken, bad };
 inline option_parse parse_runtime_option(arg_cursor& args, runtime_options& o) {
   const std::string_view a = args.peek();
   const bool mine = a == "--memory" || a == "--kv" || a == "--threads" || a == "--ctx" ||
-                    a == "--ubatch" || a == "--batch";
+                    a == "--ubatch" || a == "--batch" || a == "--prefetch";
   if (!mine) return option_parse::not_mine;
   args.take();
   const char* v = args.value(a);
@@ -148,6 +151,10 @@ inline option_parse parse_runtime_option(arg_cursor& args, runtime_options& o) {
     if (!is_kv_name(v))
       return args.complain("--kv takes f32, f16, bf16, q8_0 or q4_0, not", v), option_parse::bad;
     o.kv = v;
+  } else if (a == "--prefetch") {
+    if (std::string_view(v) != "l1" && std::string_view(v) != "l2")
+      return args.complain("--prefetch takes l1 or l2, not", v), option_parse::bad;
+    o.prefetch = v;
   } else if (a == "--threads") {
     if (!parse_u32(v, u, 0, 1024))
       return args.complain("--threads takes a count, not", v), option_parse::bad;
@@ -158,6 +165,18 @@ inline option_parse parse_runtime_option(arg_cursor& args, runtime_options& o) {
     (a == "--ctx" ? o.n_ctx : a == "--ubatch" ? o.n_ubatch : o.n_batch) = u;
   }
   return option_parse::taken;
+}
+
+/// Applies the options that are process-wide settings of the library (the software
+/// prefetch target); the others go to the context.
+inline void apply_process_settings(const runtime_options& o) {
+  if (o.prefetch == "l1") mnemo::simd::set_prefetch_target(mnemo::simd::prefetch_target::l1);
+  if (o.prefetch == "l2") mnemo::simd::set_prefetch_target(mnemo::simd::prefetch_target::l2);
+}
+
+/// "l1" or "l2": the prefetch target calls use now.
+inline const char* prefetch_target_name() {
+  return mnemo::simd::current_prefetch_target() == mnemo::simd::prefetch_target::l2 ? "l2" : "l1";
 }
 
 }  // namespace mnemo_examples

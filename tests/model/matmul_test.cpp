@@ -239,6 +239,51 @@ TYPED_TEST_P(ModelMatmul, ReusedWorkspaceGivesTheSameResult) {
   }
 }
 
+TYPED_TEST_P(ModelMatmul, PrefetchTargetChangesNoValue) {
+  using Isa = typename TypeParam::isa;
+  using E = typename TypeParam::elem;
+  if (!runnable<Isa>()) GTEST_SKIP() << Isa::name << " is not available here";
+  constexpr bool block = dt::element_traits<E>::block_size > 1;
+  const simd::prefetch_target before = simd::current_prefetch_target();
+  const std::size_t many = mnemo::model::k_gemm_min_tokens + 1;
+  // Several pages of rows, so the page touches and the prefetch front both move; widths
+  // with every kind of tail for the one-value types.
+  std::vector<std::size_t> n_ins = {32, 1024};
+  if constexpr (!block) n_ins.insert(n_ins.end(), {37, 100, 1000, 2816});
+  for (std::size_t n_in : n_ins) {
+    const std::uint64_t seed = k_seed + n_in;
+    const test_weight<E> tw(n_in, 67, seed);
+    std::vector<float> x(many * n_in);
+    std::mt19937_64 rng(seed + 1);
+    std::uniform_real_distribution<float> ud(-1.0f, 1.0f);
+    for (float& v : x) v = ud(rng);
+    for (std::size_t n_tok : {std::size_t{1}, std::size_t{5}, many}) {
+      std::vector<float> y[2];
+      mnemo::model::matmul_workspace ws;
+      for (int t = 0; t < 2; ++t) {
+        simd::set_prefetch_target(t == 0 ? simd::prefetch_target::l1 : simd::prefetch_target::l2);
+        y[t].assign(n_tok * 67, k_sentinel);
+        mnemo::model::mul_mat<Isa>(tw.w, x.data(), n_in, n_tok, y[t].data(), 67, 2, ws);
+      }
+      for (std::size_t i = 0; i < y[0].size(); ++i)
+        ASSERT_EQ(std::memcmp(&y[0][i], &y[1][i], sizeof(float)), 0)
+            << "seed " << seed << ", n_in " << n_in << ", n_tok " << n_tok
+            << ": prefetch into L1 and L2 differ at " << i << ": " << y[0][i] << " vs " << y[1][i];
+      // One token of one-value rows: the streaming loop keeps dtype::dot's order exactly.
+      if (block || n_tok != 1) continue;
+      const auto* rows = reinterpret_cast<const unsigned char*>(tw.w.data);
+      for (std::size_t o = 0; o < 67; ++o) {
+        const float want =
+            dt::dot<Isa>(x.data(), reinterpret_cast<const E*>(rows + o * tw.w.row_bytes), n_in);
+        ASSERT_EQ(std::memcmp(&want, &y[0][o], sizeof(float)), 0)
+            << "seed " << seed << ", n_in " << n_in << ": one-token product and dtype::dot "
+            << "differ at row " << o << ": " << y[0][o] << " vs " << want;
+      }
+    }
+  }
+  simd::set_prefetch_target(before);
+}
+
 TYPED_TEST_P(ModelMatmul, EmptyProductsWriteNothing) {
   using Isa = typename TypeParam::isa;
   using E = typename TypeParam::elem;
@@ -251,7 +296,7 @@ TYPED_TEST_P(ModelMatmul, EmptyProductsWriteNothing) {
 }
 
 REGISTER_TYPED_TEST_SUITE_P(ModelMatmul, MatchesDoubleReference, CrossoverTokenCounts,
-                            UnevenThreadSplits, GetRowIsTheDecodedRow,
+                            PrefetchTargetChangesNoValue, UnevenThreadSplits, GetRowIsTheDecodedRow,
                             ReusedWorkspaceGivesTheSameResult, EmptyProductsWriteNothing);
 
 template <class Isa>

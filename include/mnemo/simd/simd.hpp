@@ -12,6 +12,7 @@
 #include "mnemo/simd/isa.hpp"
 #include "mnemo/simd/neon.hpp"
 #include "mnemo/simd/ops.hpp"
+#include "mnemo/simd/prefetch.hpp"
 #include "mnemo/simd/scalar.hpp"
 #include "mnemo/simd/target.hpp"
 

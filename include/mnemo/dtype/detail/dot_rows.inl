@@ -5,10 +5,11 @@
 #error "mnemo/dtype/detail/*.inl are kernel bodies: include mnemo/dtype/row_kernels.hpp"
 #endif
 
-/// How far ahead the batched forms prefetch (into L1), in bytes of rows: whole rows, at
-/// least one. Measured on Zen 4 streaming 256 MiB of d = 128 rows on one thread: no
-/// prefetch 27-30 GB/s (f16, bf16, q8_0), 4-8 KiB ahead 31-34 GB/s, of a 40 GB/s read
-/// probe; 512 B - 2 KiB ahead gained nothing, prefetcht1 (L2) less than prefetcht0.
+/// How far ahead the batched forms prefetch (into simd::current_prefetch_target()), in
+/// bytes of rows: whole rows, at least one. Measured on a Zen 4 VM streaming 256 MiB of
+/// d = 128 rows on one thread: no prefetch 27-30 GB/s (f16, bf16, q8_0), 4-8 KiB ahead
+/// 31-34 GB/s, of a 40 GB/s read probe; 512 B - 2 KiB ahead gained nothing, prefetcht1
+/// (L2) less than prefetcht0 there (another Zen 4 VM wants L2: simd/prefetch.hpp).
 static constexpr std::size_t k_prefetch_bytes_ = 4096;
 
 template <class E>
@@ -19,10 +20,10 @@ static constexpr std::size_t rows_ahead_(std::size_t row_bytes) noexcept {
 /// Prefetches the row_bytes at p + distance. Prefetches past the last row are harmless:
 /// they never fault, and the address is formed as an integer (no out-of-range pointer).
 static MNEMO_INLINE void prefetch_row_(const unsigned char* p, std::size_t distance,
-                                       std::size_t row_bytes) noexcept {
+                                       std::size_t row_bytes, simd::prefetch_target t) noexcept {
   const std::uintptr_t at = reinterpret_cast<std::uintptr_t>(p) + distance;
   for (std::size_t off = 0; off < row_bytes; off += 64)
-    __builtin_prefetch(reinterpret_cast<const void*>(at + off), 0, 3);
+    simd::prefetch(reinterpret_cast<const void*>(at + off), t);
 }
 
 /// out[r] = x . row r for r < n_rows, row r starting r * row_stride_bytes bytes after
@@ -33,9 +34,10 @@ static void dot_rows(const float* MNEMO_RESTRICT x, const E* rows, std::size_t r
   const auto* base = reinterpret_cast<const unsigned char*>(rows);
   const std::size_t row_bytes = n / element_traits<E>::block_size * sizeof(E);
   const std::size_t distance = rows_ahead_<E>(row_bytes) * row_stride_bytes;
+  const simd::prefetch_target target = simd::current_prefetch_target();
   for (std::size_t r = 0; r < n_rows; ++r) {
     const unsigned char* p = base + r * row_stride_bytes;
-    prefetch_row_(p, distance, row_bytes);
+    prefetch_row_(p, distance, row_bytes, target);
     const E* row = reinterpret_cast<const E*>(p);
     if constexpr (std::is_same_v<E, block_q8_0>) {
       out[r] = dot_q8_(x, row, n);
@@ -55,9 +57,10 @@ static void axpy_rows(const float* MNEMO_RESTRICT a, const E* rows, std::size_t 
   const auto* base = reinterpret_cast<const unsigned char*>(rows);
   const std::size_t row_bytes = n / element_traits<E>::block_size * sizeof(E);
   const std::size_t distance = rows_ahead_<E>(row_bytes) * row_stride_bytes;
+  const simd::prefetch_target target = simd::current_prefetch_target();
   for (std::size_t r = 0; r < n_rows; ++r) {
     const unsigned char* p = base + r * row_stride_bytes;
-    prefetch_row_(p, distance, row_bytes);
+    prefetch_row_(p, distance, row_bytes, target);
     const E* row = reinterpret_cast<const E*>(p);
     if constexpr (std::is_same_v<E, block_q8_0>) {
       axpy_q8_(a[r], row, y, n);

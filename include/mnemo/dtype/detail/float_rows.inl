@@ -61,21 +61,32 @@ static void decode(const E* MNEMO_RESTRICT src, float* MNEMO_RESTRICT dst, std::
   if (i < n) V::store_partial(dst + i, load_values_partial(src + i, n - i), n - i);
 }
 
+/// Does nothing: dot_one_'s default step hook.
+struct no_step_hook_ {
+  template <class P>
+  MNEMO_INLINE void operator()(P) const noexcept {}
+};
+
 /// sum_i x[i] * row[i]. Four accumulators: the loop is bound by loads and FMA latency,
-/// not by the adds, once there are four independent chains.
-template <class E>
+/// not by the adds, once there are four independent chains. on_step(row + i) runs before
+/// each group of four vectors and before the rest (model's one-token product moves its
+/// prefetch front there); it cannot change the sum.
+template <class E, class OnStep = no_step_hook_>
 requires is_one_value_<E>
-static MNEMO_INLINE float dot_one_(const float* x, const E* row, std::size_t n) noexcept {
+static MNEMO_INLINE float dot_one_(const float* x, const E* row, std::size_t n,
+                                   OnStep on_step = {}) noexcept {
   vf a0 = V::zero(), a1 = V::zero(), a2 = V::zero(), a3 = V::zero();
   const std::size_t n_vec = n - n % lanes;
   const std::size_t n_4vec = n - n % (4 * lanes);
   std::size_t i = 0;
   for (; i < n_4vec; i += 4 * lanes) {
+    on_step(row + i);
     a0 = V::fma(V::load(x + i), load_values(row + i), a0);
     a1 = V::fma(V::load(x + i + lanes), load_values(row + i + lanes), a1);
     a2 = V::fma(V::load(x + i + 2 * lanes), load_values(row + i + 2 * lanes), a2);
     a3 = V::fma(V::load(x + i + 3 * lanes), load_values(row + i + 3 * lanes), a3);
   }
+  on_step(row + i);
   for (; i < n_vec; i += lanes) a0 = V::fma(V::load(x + i), load_values(row + i), a0);
   if (i < n) a1 = V::fma(V::load_partial(x + i, n - i), load_values_partial(row + i, n - i), a1);
   return V::reduce_add(V::add(V::add(a0, a1), V::add(a2, a3)));

@@ -113,12 +113,11 @@ static MNEMO_INLINE void sum4_(T a, T b, T c, T d, float* out) noexcept {
 /// Prefetches step s of the R rows that start at `ahead` (the next tile). The address is
 /// formed as an integer: past the last row it is never dereferenced, and never faults.
 template <class E, std::size_t R>
-static MNEMO_INLINE void prefetch_step_(std::uintptr_t ahead, std::size_t row_bytes,
-                                        std::size_t s) noexcept {
+static MNEMO_INLINE void prefetch_step_(std::uintptr_t ahead, std::size_t row_bytes, std::size_t s,
+                                        simd::prefetch_target t) noexcept {
 #pragma GCC unroll 8
   for (std::size_t r = 0; r < R; ++r)
-    __builtin_prefetch(reinterpret_cast<const void*>(ahead + r * row_bytes + s * step_bytes_<E>), 0,
-                       3);
+    simd::prefetch(reinterpret_cast<const void*>(ahead + r * row_bytes + s * step_bytes_<E>), t);
 }
 
 /// y[t * y_stride + r] = x[t] . row r for R rows (row_bytes apart) and T tokens.
@@ -140,6 +139,7 @@ static MNEMO_INLINE void dot_tile_(const unsigned char* w, std::size_t row_bytes
   for (std::size_t r = 0; r < R; ++r) rows[r] = reinterpret_cast<const E*>(w + r * row_bytes);
   const std::size_t n_steps = n / k_step;
   const std::uintptr_t ahead = reinterpret_cast<std::uintptr_t>(w) + R * row_bytes;
+  const simd::prefetch_target target = simd::current_prefetch_target();
   if constexpr (is_block_type_<E>) {
     // The scales of up to k_chunk blocks per row, converted ahead (scalar F16C).
     constexpr std::size_t k_chunk = 64;
@@ -150,14 +150,14 @@ static MNEMO_INLINE void dot_tile_(const unsigned char* w, std::size_t row_bytes
       for (std::size_t r = 0; r < R; ++r)
         for (std::size_t s = s0; s < se; ++s) d[r][s - s0] = C::scale(rows[r][s].d);
       for (std::size_t s = s0; s < se; ++s) {
-        if (prefetch) prefetch_step_<E, R>(ahead, row_bytes, s);
+        if (prefetch) prefetch_step_<E, R>(ahead, row_bytes, s, target);
         dot_step_<E, R, T, J>(rows, s, &d[0][s - s0], k_chunk, x, x_stride, acc);
       }
     }
   } else {
     const float d[R] = {};
     for (std::size_t s = 0; s < n_steps; ++s) {
-      if (prefetch) prefetch_step_<E, R>(ahead, row_bytes, s);
+      if (prefetch) prefetch_step_<E, R>(ahead, row_bytes, s, target);
       dot_step_<E, R, T, J>(rows, s, d, 1, x, x_stride, acc);
     }
   }
@@ -224,11 +224,10 @@ static MNEMO_INLINE void dot_tile_tokens_(const unsigned char* w, std::size_t ro
   }
 }
 
-/// How far ahead of the row being read the one-token product prefetches (into L1), in
-/// bytes of the thread's contiguous range of rows: 8 KiB is 200-400 ns of reading at
-/// 20-40 GB/s per core, beyond the DRAM latency. 4, 8, 16 and 32 KiB measured alike within
-/// the noise of a loaded machine (one thread, min of 300 calls); dtype's dot_rows found
-/// 4-8 KiB best on Zen 4.
+/// How far ahead of the row being read the one-token product prefetches, in bytes of
+/// the thread's contiguous range of rows: 8 KiB is 200-400 ns of reading at 20-40 GB/s
+/// per core, beyond the DRAM latency. 4, 8, 16 and 32 KiB measured alike within the
+/// noise of a loaded machine (one thread, min of 300 calls).
 static constexpr std::size_t k_decode_prefetch_bytes = 8192;
 
 /// And the first line of every 4 KiB page this far beyond that: the weights of a GGUF
@@ -239,8 +238,9 @@ static constexpr std::size_t k_decode_prefetch_bytes = 8192;
 static constexpr std::size_t k_page_touch_ahead = 4096;
 
 /// Touches the pages from `page` (4 KiB aligned) up to `stop`; page moves on.
-static MNEMO_INLINE void touch_pages(std::uintptr_t& page, std::uintptr_t stop) noexcept {
-  for (; page < stop; page += 4096) __builtin_prefetch(reinterpret_cast<const void*>(page), 0, 3);
+static MNEMO_INLINE void touch_pages(std::uintptr_t& page, std::uintptr_t stop,
+                                     simd::prefetch_target t) noexcept {
+  for (; page < stop; page += 4096) simd::prefetch(reinterpret_cast<const void*>(page), t);
 }
 
 /// The first page a range from `begin` touches: the one after begin's (whose walk the
@@ -249,32 +249,67 @@ static MNEMO_INLINE std::uintptr_t first_touched_page(std::uintptr_t begin) noex
   return (begin & ~std::uintptr_t{4095}) + 4096;
 }
 
+/// Prefetches the lines from `pf` up to `stop`; pf moves on.
+static MNEMO_INLINE void prefetch_lines(std::uintptr_t& pf, std::uintptr_t stop,
+                                        simd::prefetch_target t) noexcept {
+  for (; pf < stop; pf += 64) simd::prefetch(reinterpret_cast<const void*>(pf), t);
+}
+
+/// The one-token stream: the prefetch front `ahead` bytes past the read position, never
+/// past `end`, and the page touches beyond it.
+struct decode_stream {
+  std::uintptr_t pf, page, end;
+  simd::prefetch_target target;
+
+  decode_stream(std::uintptr_t begin, std::uintptr_t end_, simd::prefetch_target t) noexcept
+      : pf(begin & ~std::uintptr_t{63}), page(first_touched_page(begin)), end(end_), target(t) {}
+
+  /// Moves the front to `at` + k_decode_prefetch_bytes.
+  MNEMO_INLINE void advance(std::uintptr_t at) noexcept {
+    const std::uintptr_t want = at + k_decode_prefetch_bytes;
+    prefetch_lines(pf, want < end ? want : end, target);
+  }
+  /// Starts the page walks up to k_page_touch_ahead past `at` + k_decode_prefetch_bytes
+  /// (once per row, `at` its end).
+  MNEMO_INLINE void touch(std::uintptr_t at) noexcept {
+    const std::uintptr_t want = at + k_decode_prefetch_bytes + k_page_touch_ahead;
+    touch_pages(page, want < end ? want : end, target);
+  }
+};
+
+/// dtype's dot_one_ step hook: moves the stream's prefetch front on with the reads.
+struct front_follows_ {
+  decode_stream& s;
+  MNEMO_INLINE void operator()(const void* at) const noexcept {
+    s.advance(reinterpret_cast<std::uintptr_t>(at));
+  }
+};
+
 /// y[r] = x . row r for n_rows rows (row_bytes apart), one token: [n] f32 x [n_rows, n] E
-/// -> [n_rows] f32. The rows are one contiguous stream per thread; it is prefetched line by
-/// line a fixed distance ahead, never past the range (the other thread's rows).
-/// Each row is dtype's dot (per-block scale applied once for q8_0 / q4_0: measured faster
-/// than the tile kernel for one token, L2-resident [1024 -> 256], 1 thread: q8_0 35 vs 25
-/// GB/s, q4_0 19 vs 13 GB/s, and equal for the others).
+/// -> [n_rows] f32. The rows are one contiguous stream per thread; it is prefetched a
+/// fixed distance ahead (into the current simd::prefetch_target), never past the range
+/// (the other thread's rows). Each row is dtype's dot (per-block scale applied once for
+/// q8_0 / q4_0: measured faster than the tile kernel for one token, L2-resident
+/// [1024 -> 256], 1 thread: q8_0 35 vs 25 GB/s, q4_0 19 vs 13 GB/s, and equal for the
+/// others).
 template <class E>
 static void gemv1_(const unsigned char* w, std::size_t row_bytes, std::size_t n_rows, std::size_t n,
                    const float* x, float* y) noexcept {
   const std::uintptr_t begin = reinterpret_cast<std::uintptr_t>(w);
-  const std::uintptr_t end = begin + n_rows * row_bytes;
-  std::uintptr_t pf = begin & ~std::uintptr_t{63}, page = first_touched_page(begin);
-  const std::size_t distance = k_decode_prefetch_bytes;
+  decode_stream s(begin, begin + n_rows * row_bytes, simd::current_prefetch_target());
   for (std::size_t r = 0; r < n_rows; ++r) {
     const unsigned char* p = w + r * row_bytes;
-    const std::uintptr_t want = reinterpret_cast<std::uintptr_t>(p) + row_bytes + distance;
-    const std::uintptr_t stop = want < end ? want : end;
-    for (; pf < stop; pf += 64) __builtin_prefetch(reinterpret_cast<const void*>(pf), 0, 3);
-    touch_pages(page, want + k_page_touch_ahead < end ? want + k_page_touch_ahead : end);
     const E* row = reinterpret_cast<const E*>(p);
-    if constexpr (std::is_same_v<E, dtype::block_q8_0>) {
-      y[r] = RK::dot_q8_(x, row, n);
-    } else if constexpr (std::is_same_v<E, dtype::block_q4_0>) {
-      y[r] = RK::dot_q4_(x, row, n);
-    } else {
-      y[r] = RK::dot_one_(x, row, n);
+    s.touch(reinterpret_cast<std::uintptr_t>(p) + row_bytes);
+    if constexpr (is_block_type_<E>) {  // the row's lines ahead at once, then dtype's dot
+      s.advance(reinterpret_cast<std::uintptr_t>(p) + row_bytes);
+      if constexpr (std::is_same_v<E, dtype::block_q8_0>)
+        y[r] = RK::dot_q8_(x, row, n);
+      else
+        y[r] = RK::dot_q4_(x, row, n);
+    } else {  // the front moved on every 4 vectors: a whole row's lines at once were a
+              // burst (rows of 2816 f32 values are 176 lines)
+      y[r] = RK::dot_one_(x, row, n, front_follows_{s});
     }
   }
 }

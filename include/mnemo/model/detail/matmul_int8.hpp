@@ -71,6 +71,7 @@ MNEMO_BEGIN_TARGET_(MNEMO_TARGET_FEATURES_AVX512 ",avx512vnni,avx512vbmi")
 template <>
 struct int8_decode<simd::avx512> {
   using codes = dtype::detail::block_codes<simd::avx512>;
+  using MK = matmul_kernels<simd::avx512>;
 
   template <class E>
   static constexpr bool q4_ = std::is_same_v<E, dtype::block_q4_0>;
@@ -281,29 +282,29 @@ struct int8_decode<simd::avx512> {
     acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_mul_ps(dw, x.dx), acc);
   }
 
-  /// Lane sums of x . one row of n_blocks blocks of E at w. The row's lines are
-  /// prefetched up to `stop` (a fixed distance past its end), `per_pair` lines per two
-  /// groups. Two accumulators (groups in pairs), so that the fma of one group does not
-  /// wait for the previous one.
+  /// Lane sums of x . one row of n_blocks blocks of E at w. The stream's lines are
+  /// prefetched up to `stop` (a fixed distance past the row's end), `per_pair` lines per
+  /// two groups. Two accumulators (groups in pairs), so that the fma of one group does
+  /// not wait for the previous one.
   template <class E>
   static MNEMO_INLINE __m512 dot_row_(const unsigned char* w, std::size_t n_blocks,
-                                      const int8_x_group* x, std::uintptr_t& next_pf,
+                                      const int8_x_group* x, MK::decode_stream& s,
                                       std::size_t per_pair, std::uintptr_t stop) noexcept {
     constexpr std::size_t G = group_blocks_<E>, group_bytes = G * sizeof(E);
     const std::size_t n_whole = n_blocks / G, tail = n_blocks % G;
-    std::uintptr_t pf = next_pf;
+    std::uintptr_t pf = s.pf;  // a local copy stays in a register
     __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
     std::size_t g = 0;
     for (; g + 2 <= n_whole; g += 2) {
       for (std::size_t i = 0; i < per_pair && pf < stop; ++i, pf += 64)
-        __builtin_prefetch(reinterpret_cast<const void*>(pf), 0, 3);
+        simd::prefetch(reinterpret_cast<const void*>(pf), s.target);
       group_dot_<E>(w + g * group_bytes, true, G, load_x_(x[g]), acc0);
       group_dot_<E>(w + (g + 1) * group_bytes, true, G, load_x_(x[g + 1]), acc1);
     }
     if (g < n_whole) group_dot_<E>(w + g * group_bytes, true, G, load_x_(x[g]), acc0);
     if (tail != 0) group_dot_<E>(w + n_whole * group_bytes, false, tail, load_x_(x[n_whole]), acc1);
-    for (; pf < stop; pf += 64) __builtin_prefetch(reinterpret_cast<const void*>(pf), 0, 3);
-    next_pf = pf;
+    MK::prefetch_lines(pf, stop, s.target);
+    s.pf = pf;
     return _mm512_add_ps(acc0, acc1);
   }
 
@@ -337,15 +338,12 @@ struct int8_decode<simd::avx512> {
   template <class E>
   static void gemv1(const unsigned char* w, std::size_t row_bytes, std::size_t n_rows,
                     std::size_t n, const float* x, int8_x_group* packed, float* y) noexcept {
-    using MK = matmul_kernels<simd::avx512>;
     constexpr std::size_t distance = MK::k_decode_prefetch_bytes;
     const std::size_t n_blocks = n / 32, n_whole = n_blocks / group_blocks_<E>;
     const auto base = reinterpret_cast<std::uintptr_t>(w);
     const std::uintptr_t end = base + n_rows * row_bytes;
-    std::uintptr_t pf = base & ~std::uintptr_t{63}, page = MK::first_touched_page(base);
-    for (const std::uintptr_t stop = base + distance < end ? base + distance : end; pf < stop;
-         pf += 64)
-      __builtin_prefetch(reinterpret_cast<const void*>(pf), 0, 3);
+    MK::decode_stream s(base, end, simd::current_prefetch_target());
+    s.advance(base);
     // A row's lines (and one more, for rows that straddle lines) over its group pairs.
     const std::size_t row_lines = row_bytes / 64 + 2;
     const std::size_t per_pair = n_whole < 2 ? row_lines : (2 * row_lines + n_whole - 1) / n_whole;
@@ -355,12 +353,10 @@ struct int8_decode<simd::avx512> {
       __m512 sums[16];
       for (std::size_t i = 0; i < 16; ++i) {
         const std::size_t r = r0 + i;
-        const std::uintptr_t ahead = base + (r + 1) * row_bytes + distance;
-        if (i < m)
-          MK::touch_pages(page, ahead + MK::k_page_touch_ahead < end
-                                    ? ahead + MK::k_page_touch_ahead
-                                    : end);  // page walks ahead
-        sums[i] = i < m ? dot_row_<E>(w + r * row_bytes, n_blocks, packed, pf, per_pair,
+        const std::uintptr_t row_end = base + (r + 1) * row_bytes;
+        if (i < m) s.touch(row_end);  // page walks ahead
+        const std::uintptr_t ahead = row_end + distance;
+        sums[i] = i < m ? dot_row_<E>(w + r * row_bytes, n_blocks, packed, s, per_pair,
                                       ahead < end ? ahead : end)
                         : _mm512_setzero_ps();
       }

@@ -14,6 +14,7 @@
 
 #include "mnemo/base/config.hpp"
 #include "mnemo/dtype/row_kernels.hpp"
+#include "mnemo/simd/prefetch.hpp"
 #include "mnemo/simd/simd.hpp"
 
 #define MNEMO_MODEL_MATMUL_BODY_ 1
