@@ -9,8 +9,8 @@
 //   - Zen 4 VM (family 19h): prefetcht0 of a weight stream halved its rate (15 against
 //     27 GB/s without software prefetch, one thread) and attention decode read at ~0.6
 //     of the bandwidth; prefetcht1 (into L2) gave the products 0.8-0.97 and attention
-//     ~0.8. (An earlier Zen 4 VM found prefetcht0 the better one for dtype's dot_rows:
-//     the default is a measured guess, which a host can override.)
+//     ~0.8. (dtype's dot_rows, a row's lines at a time, stays on prefetcht0: faster
+//     for it on this VM too. The default is a measured guess a host can override.)
 // So the target is chosen per CPU at first use and can be set by the host (which may
 // measure its own machine: bench/products and bench/attention take
 // MNEMO_PREFETCH=l1|l2 for that).

@@ -5,11 +5,13 @@
 #error "mnemo/dtype/detail/*.inl are kernel bodies: include mnemo/dtype/row_kernels.hpp"
 #endif
 
-/// How far ahead the batched forms prefetch (into simd::current_prefetch_target()), in
-/// bytes of rows: whole rows, at least one. Measured on a Zen 4 VM streaming 256 MiB of
-/// d = 128 rows on one thread: no prefetch 27-30 GB/s (f16, bf16, q8_0), 4-8 KiB ahead
-/// 31-34 GB/s, of a 40 GB/s read probe; 512 B - 2 KiB ahead gained nothing, prefetcht1
-/// (L2) less than prefetcht0 there (another Zen 4 VM wants L2: simd/prefetch.hpp).
+/// How far ahead the batched forms prefetch (into L1), in bytes of rows: whole rows, at
+/// least one. Measured on Zen 4 streaming 256 MiB of d = 128 rows on one thread: no
+/// prefetch 27-30 GB/s (f16, bf16, q8_0), 4-8 KiB ahead 31-34 GB/s, of a 40 GB/s read
+/// probe; 512 B - 2 KiB ahead gained nothing, prefetcht1 (L2) less than prefetcht0.
+/// Always L1, whatever simd::current_prefetch_target() says: on the Zen 4 VM that wants
+/// L2 for the products and attention, L2 cost these loops a third (bench_dtype, f16
+/// dot_rows / axpy_rows over 256 MiB: 30 GB/s with L1, 21 with L2).
 static constexpr std::size_t k_prefetch_bytes_ = 4096;
 
 template <class E>
@@ -20,10 +22,10 @@ static constexpr std::size_t rows_ahead_(std::size_t row_bytes) noexcept {
 /// Prefetches the row_bytes at p + distance. Prefetches past the last row are harmless:
 /// they never fault, and the address is formed as an integer (no out-of-range pointer).
 static MNEMO_INLINE void prefetch_row_(const unsigned char* p, std::size_t distance,
-                                       std::size_t row_bytes, simd::prefetch_target t) noexcept {
+                                       std::size_t row_bytes) noexcept {
   const std::uintptr_t at = reinterpret_cast<std::uintptr_t>(p) + distance;
   for (std::size_t off = 0; off < row_bytes; off += 64)
-    simd::prefetch(reinterpret_cast<const void*>(at + off), t);
+    __builtin_prefetch(reinterpret_cast<const void*>(at + off), 0, 3);
 }
 
 /// out[r] = x . row r for r < n_rows, row r starting r * row_stride_bytes bytes after
@@ -34,10 +36,9 @@ static void dot_rows(const float* MNEMO_RESTRICT x, const E* rows, std::size_t r
   const auto* base = reinterpret_cast<const unsigned char*>(rows);
   const std::size_t row_bytes = n / element_traits<E>::block_size * sizeof(E);
   const std::size_t distance = rows_ahead_<E>(row_bytes) * row_stride_bytes;
-  const simd::prefetch_target target = simd::current_prefetch_target();
   for (std::size_t r = 0; r < n_rows; ++r) {
     const unsigned char* p = base + r * row_stride_bytes;
-    prefetch_row_(p, distance, row_bytes, target);
+    prefetch_row_(p, distance, row_bytes);
     const E* row = reinterpret_cast<const E*>(p);
     if constexpr (std::is_same_v<E, block_q8_0>) {
       out[r] = dot_q8_(x, row, n);
@@ -57,10 +58,9 @@ static void axpy_rows(const float* MNEMO_RESTRICT a, const E* rows, std::size_t 
   const auto* base = reinterpret_cast<const unsigned char*>(rows);
   const std::size_t row_bytes = n / element_traits<E>::block_size * sizeof(E);
   const std::size_t distance = rows_ahead_<E>(row_bytes) * row_stride_bytes;
-  const simd::prefetch_target target = simd::current_prefetch_target();
   for (std::size_t r = 0; r < n_rows; ++r) {
     const unsigned char* p = base + r * row_stride_bytes;
-    prefetch_row_(p, distance, row_bytes, target);
+    prefetch_row_(p, distance, row_bytes);
     const E* row = reinterpret_cast<const E*>(p);
     if constexpr (std::is_same_v<E, block_q8_0>) {
       axpy_q8_(a[r], row, y, n);
