@@ -9,7 +9,10 @@
 // probe threads would compete with the OpenMP workers still spinning after the call)
 // from a buffer far larger than the L3, with the benchmark's timer paused.
 // frac_paired_read = total pass time / total call time is then the call's byte rate
-// as a fraction of the read bandwidth of the same moments. Off by default: it doubles
+// as a fraction of the read bandwidth of the same moments; frac_paired_read_med is
+// the median over calls of each call's own ratio (pass / call), which a call or pass
+// that lost its thread to another process for a time slice does not move (on a busy
+// VM the totals did: a 60 us product took 800 us in most calls). Off by default: it doubles
 // a run's time and evicts the caches between calls (a context that would stay in the
 // L3 is read cold).
 #pragma once
@@ -79,16 +82,22 @@ class paired_read {
     call_seconds_ += s;
     if (pass_floats_ != 0) {
       state_.PauseTiming();
-      pass_seconds_ += pass() * scale_;
+      const double p = pass() * scale_;
+      pass_seconds_ += p;
+      if (s > 0.0) ratios_.push_back(p / s);
       state_.ResumeTiming();
     }
     return s;
   }
 
-  /// frac_paired_read (only when passes ran).
-  void add_counter() const {
+  /// frac_paired_read and frac_paired_read_med (only when passes ran).
+  void add_counter() {
     if (pass_floats_ == 0 || call_seconds_ <= 0.0) return;
     state_.counters["frac_paired_read"] = pass_seconds_ / call_seconds_;
+    if (ratios_.empty()) return;
+    const auto mid = ratios_.begin() + static_cast<std::ptrdiff_t>(ratios_.size() / 2);
+    std::nth_element(ratios_.begin(), mid, ratios_.end());
+    state_.counters["frac_paired_read_med"] = *mid;
   }
 
  private:
@@ -113,6 +122,7 @@ class paired_read {
   std::size_t pass_floats_ = 0, cursor_ = 0;
   double scale_ = 1.0, call_seconds_ = 0.0, pass_seconds_ = 0.0;
   std::vector<float> sums_;
+  std::vector<double> ratios_;  // per call: pass seconds / call seconds
 };
 
 }  // namespace mnemo_bench
