@@ -63,7 +63,10 @@ template <class E>
 struct setup {
   std::vector<weight_bytes> bufs;
   std::vector<model::weight> ws;
-  std::vector<float> x, y;
+  // 64-byte aligned like the model's activations: with std::vector's 16, the panels
+  // two threads write at once shared a cache line in every row of y (0.66 against
+  // 0.71 of the FMA peak for f32 [1024 -> 2816], 512 tokens).
+  aligned_buffer<float> x, y;
   model::matmul_workspace scratch;
 
   setup(std::size_t n_in, std::size_t n_out, std::size_t n_tok, bool rotate) {
@@ -91,9 +94,10 @@ struct setup {
       w.data = bufs.back().get();
       ws.push_back(w);
     }
-    x.resize(n_tok * n_in);
+    x = std::move(aligned_buffer<float>::make(n_tok * n_in)).value();
     for (float& v : x) v = u(rng);
-    y.assign(n_tok * n_out, 0.0f);
+    y = std::move(aligned_buffer<float>::make(n_tok * n_out)).value();
+    for (float& v : y) v = 0.0f;
     (void)model::matmul_reserve<simd::native>(scratch, k_threads);
   }
 };

@@ -121,6 +121,19 @@ void check_arithmetic() {
     CHECK(std::fabs(got - sum) <= L * FLT_EPSILON * abs_sum, "reduce_add trial %d", t);
     CHECK(N::reduce_max(N::load(v)) == *std::max_element(v, v + L), "reduce_max trial %d", t);
   }
+  N::vf rows[L];
+  for (std::size_t r = 0; r < L; ++r) {
+    float row[L];
+    for (std::size_t c = 0; c < L; ++c) row[c] = static_cast<float>(r * L + c);
+    rows[r] = N::load(row);
+  }
+  N::transpose(rows);
+  for (std::size_t c = 0; c < L; ++c) {
+    float col[L];
+    N::store(col, rows[c]);
+    for (std::size_t r = 0; r < L; ++r)
+      CHECK(col[r] == static_cast<float>(r * L + c), "transpose: [%zu][%zu] = %g", c, r, col[r]);
+  }
 }
 
 void check_exp() {

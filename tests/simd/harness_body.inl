@@ -49,6 +49,14 @@ static void fma(const float* a, const float* b, const float* c, float* out, std:
 static float reduce_add(const float* x) { return V::reduce_add(V::load(x)); }
 static float reduce_max(const float* x) { return V::reduce_max(V::load(x)); }
 
+/// m[lanes * lanes] (row-major) transposed in place through V::transpose.
+static void transpose(float* m) {
+  typename V::vf r[lanes];
+  for (std::size_t i = 0; i < lanes; ++i) r[i] = V::load(m + i * lanes);
+  V::transpose(r);
+  for (std::size_t i = 0; i < lanes; ++i) V::store(m + i * lanes, r[i]);
+}
+
 static void exp(const float* x, float* out, std::size_t n) {
   for (std::size_t i = 0; i < n; i += lanes) V::store(out + i, V::exp(V::load(x + i)));
 }

@@ -207,6 +207,18 @@ TYPED_TEST(SimdOps, Reductions) {
   }
 }
 
+TYPED_TEST(SimdOps, TransposeMovesEveryElement) {
+  using H = typename TestFixture::H;
+  const std::size_t n = H::lanes;
+  std::vector<float> m(n * n);
+  for (std::size_t i = 0; i < m.size(); ++i) m[i] = static_cast<float>(i) + 0.5f;  // all distinct
+  std::vector<float> t = m;
+  H::transpose(t.data());
+  for (std::size_t r = 0; r < n; ++r)
+    for (std::size_t c = 0; c < n; ++c)
+      ASSERT_EQ(t[c * n + r], m[r * n + c]) << "row " << r << " column " << c;
+}
+
 /// Max relative error of exp over [-87, 88] (the documented bound).
 constexpr double k_exp_rel_tol = 2e-7;
 

@@ -62,6 +62,25 @@ struct ops<avx2> {
     s = _mm_add_ss(s, _mm_movehdup_ps(s));
     return _mm_cvtss_f32(s);
   }
+  /// r[0..8) as the rows of an 8 x 8 matrix, transposed in place: pairs of rows
+  /// interleaved, then pairs of pairs, then the 128-bit halves (24 shuffles).
+  static MNEMO_INLINE void transpose(vf* r) noexcept {
+    vf t[8], s[8];
+    for (int i = 0; i < 8; i += 2) {
+      t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);      // columns 0 1 | 4 5 of rows i, i + 1
+      t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);  // columns 2 3 | 6 7
+    }
+    for (int i = 0; i < 8; i += 4) {
+      s[i] = _mm256_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(1, 0, 1, 0));          // column 0 | 4
+      s[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(3, 2, 3, 2));      // 1 | 5
+      s[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(1, 0, 1, 0));  // 2 | 6
+      s[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(3, 2, 3, 2));  // 3 | 7
+    }
+    for (int i = 0; i < 4; ++i) {
+      r[i] = _mm256_permute2f128_ps(s[i], s[i + 4], 0x20);
+      r[i + 4] = _mm256_permute2f128_ps(s[i], s[i + 4], 0x31);
+    }
+  }
   static MNEMO_INLINE float reduce_max(vf v) noexcept {
     __m128 s = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
     s = _mm_max_ps(s, _mm_movehl_ps(s, s));

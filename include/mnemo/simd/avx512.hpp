@@ -62,6 +62,34 @@ struct ops<avx512> {
     s = _mm_add_ss(s, _mm_movehdup_ps(s));
     return _mm_cvtss_f32(s);
   }
+  /// r[0..16) as the rows of a 16 x 16 matrix, transposed in place: 4 x 4 blocks
+  /// within each 128-bit lane by unpacks, then the lanes by two 128-bit shuffles
+  /// (64 shuffles).
+  static MNEMO_INLINE void transpose(vf* r) noexcept {
+    vf t[16], u[16];
+    for (int i = 0; i < 16; i += 2) {
+      t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);      // per lane: columns 0 1 of rows i, i + 1
+      t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);  // columns 2 3
+    }
+    for (int i = 0; i < 16; i += 4) {  // per lane: column c of rows i .. i + 3
+      const __m512d a = _mm512_castps_pd(t[i]), b = _mm512_castps_pd(t[i + 2]);
+      const __m512d c = _mm512_castps_pd(t[i + 1]), d = _mm512_castps_pd(t[i + 3]);
+      u[i] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, b));      // columns 0 4 8 12
+      u[i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, b));  // 1 5 9 13
+      u[i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(c, d));  // 2 6 10 14
+      u[i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(c, d));  // 3 7 11 15
+    }
+    for (int c = 0; c < 4; ++c) {  // u[c], u[c + 4], u[c + 8], u[c + 12]: rows 0-3 .. 12-15
+      const vf v0 = _mm512_shuffle_f32x4(u[c], u[c + 4], _MM_SHUFFLE(2, 0, 2, 0));
+      const vf v1 = _mm512_shuffle_f32x4(u[c], u[c + 4], _MM_SHUFFLE(3, 1, 3, 1));
+      const vf w0 = _mm512_shuffle_f32x4(u[c + 8], u[c + 12], _MM_SHUFFLE(2, 0, 2, 0));
+      const vf w1 = _mm512_shuffle_f32x4(u[c + 8], u[c + 12], _MM_SHUFFLE(3, 1, 3, 1));
+      r[c] = _mm512_shuffle_f32x4(v0, w0, _MM_SHUFFLE(2, 0, 2, 0));
+      r[c + 8] = _mm512_shuffle_f32x4(v0, w0, _MM_SHUFFLE(3, 1, 3, 1));
+      r[c + 4] = _mm512_shuffle_f32x4(v1, w1, _MM_SHUFFLE(2, 0, 2, 0));
+      r[c + 12] = _mm512_shuffle_f32x4(v1, w1, _MM_SHUFFLE(3, 1, 3, 1));
+    }
+  }
   static MNEMO_INLINE float reduce_max(vf v) noexcept {
     const __m256 h = _mm256_max_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1));
     __m128 s = _mm_max_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));

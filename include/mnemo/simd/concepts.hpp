@@ -32,6 +32,7 @@ concept vector_ops = isa_tag<typename O::isa> && std::copyable<typename O::vf> &
   { O::reduce_add(v) } -> std::same_as<float>;
   { O::reduce_max(v) } -> std::same_as<float>;
   { O::exp(v) } -> std::same_as<typename O::vf>;
+  { O::transpose(&v) } -> std::same_as<void>;
   { O::load_f16(chp) } -> std::same_as<typename O::vf>;
   { O::store_f16(hp, v) } -> std::same_as<void>;
   { O::load_bf16(chp) } -> std::same_as<typename O::vf>;

@@ -57,6 +57,15 @@ struct ops<neon> {
   static MNEMO_INLINE vf min(vf a, vf b) noexcept { return vbslq_f32(vcltq_f32(b, a), b, a); }
   static MNEMO_INLINE float reduce_add(vf v) noexcept { return vaddvq_f32(v); }
   static MNEMO_INLINE float reduce_max(vf v) noexcept { return vmaxvq_f32(v); }
+  /// r[0..4) as the rows of a 4 x 4 matrix, transposed in place.
+  static MNEMO_INLINE void transpose(vf* r) noexcept {
+    const float32x4x2_t a = vtrnq_f32(r[0], r[1]);  // columns 0 2 / 1 3 of rows 0, 1
+    const float32x4x2_t b = vtrnq_f32(r[2], r[3]);
+    r[0] = vcombine_f32(vget_low_f32(a.val[0]), vget_low_f32(b.val[0]));
+    r[1] = vcombine_f32(vget_low_f32(a.val[1]), vget_low_f32(b.val[1]));
+    r[2] = vcombine_f32(vget_high_f32(a.val[0]), vget_high_f32(b.val[0]));
+    r[3] = vcombine_f32(vget_high_f32(a.val[1]), vget_high_f32(b.val[1]));
+  }
 
   /// e^x, see detail/exp_f32.hpp. fmax/fmin propagate NaN; +inf and x > ln(FLT_MAX)
   /// overflow to +inf in the last multiply; x < -87.3 and -inf give 0.

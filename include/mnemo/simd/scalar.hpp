@@ -46,6 +46,8 @@ struct ops<scalar> {
   static MNEMO_INLINE float reduce_max(vf v) noexcept { return v; }
   /// e^x; exp(-inf) = 0 and large negative arguments flush to 0.
   static MNEMO_INLINE vf exp(vf x) noexcept { return std::exp(x); }
+  /// r[0..lanes) as the rows of a lanes x lanes matrix, transposed in place.
+  static MNEMO_INLINE void transpose(vf*) noexcept {}
 
   /// `lanes` IEEE half / bfloat16 values to f32 and back (round to nearest even).
   static MNEMO_INLINE vf load_f16(const std::uint16_t* p) noexcept { return f16_bits_to_f32(*p); }

@@ -34,6 +34,7 @@ struct block_kernels<simd::scalar> {
   using rows = dtype::row_kernels<isa>;
 // In this order: later bodies use earlier types.
 // clang-format off
+#include "mnemo/simd/detail/transpose_matrix.inl"
 #include "mnemo/attention/detail/tile_math.inl"
 #include "mnemo/attention/detail/block_steps.inl"
 #include "mnemo/attention/detail/decode_steps.inl"
@@ -52,6 +53,7 @@ struct block_kernels<simd::avx2> {
   using rows = dtype::row_kernels<isa>;
 // In this order: later bodies use earlier types.
 // clang-format off
+#include "mnemo/simd/detail/transpose_matrix.inl"
 #include "mnemo/attention/detail/tile_math.inl"
 #include "mnemo/attention/detail/block_steps.inl"
 #include "mnemo/attention/detail/decode_steps.inl"
@@ -67,6 +69,7 @@ struct block_kernels<simd::avx512> {
   using rows = dtype::row_kernels<isa>;
 // In this order: later bodies use earlier types.
 // clang-format off
+#include "mnemo/simd/detail/transpose_matrix.inl"
 #include "mnemo/attention/detail/tile_math.inl"
 #include "mnemo/attention/detail/block_steps.inl"
 #include "mnemo/attention/detail/decode_steps.inl"
@@ -83,6 +86,7 @@ struct block_kernels<simd::neon> {
   using rows = dtype::row_kernels<isa>;
 // In this order: later bodies use earlier types.
 // clang-format off
+#include "mnemo/simd/detail/transpose_matrix.inl"
 #include "mnemo/attention/detail/tile_math.inl"
 #include "mnemo/attention/detail/block_steps.inl"
 #include "mnemo/attention/detail/decode_steps.inl"

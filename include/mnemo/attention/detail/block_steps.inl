@@ -157,7 +157,7 @@ static void block_logits(const detail::call& c, const detail::tile& t, std::size
         for (std::size_t i = 0; i < dk; ++i) kf[i] = 0.0f;
       }
     }
-    transpose(w.kf, nbp, dk, w.kt);
+    transpose_matrix(w.kf, nbp, dk, dk, w.kt, nbp);
     for (std::size_t r = 0; r < R; ++r)
       for (std::size_t j = 0; j < nbp; ++j) w.s[r * Bc + j] = 0.0f;
     gemm_acc(R, nbp, dk, q, dk, w.kt, nbp, w.s, Bc);

@@ -324,14 +324,3 @@ static void soft_cap(float* x, std::size_t n, float cap) noexcept {
   const float inv = 1.0f / cap;
   for (std::size_t i = 0; i < n; ++i) x[i] = cap * std::tanh(x[i] * inv);
 }
-
-/// dst[i, j] = src[j, i] for src [rows, cols] (row-major): in 8 x 8 tiles so that
-/// both sides stay within a few cache lines.
-static void transpose(const float* src, std::size_t rows, std::size_t cols, float* dst) noexcept {
-  for (std::size_t i0 = 0; i0 < cols; i0 += 8)
-    for (std::size_t j0 = 0; j0 < rows; j0 += 8) {
-      const std::size_t ie = i0 + 8 < cols ? i0 + 8 : cols, je = j0 + 8 < rows ? j0 + 8 : rows;
-      for (std::size_t i = i0; i < ie; ++i)
-        for (std::size_t j = j0; j < je; ++j) dst[i * rows + j] = src[j * cols + i];
-    }
-}

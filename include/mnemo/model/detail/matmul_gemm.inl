@@ -36,12 +36,7 @@ static void pack_panel_(const unsigned char* rows, std::size_t row_bytes, std::s
   }
   for (std::size_t j = nr; j < k_nr; ++j)
     for (std::size_t k = 0; k < kc; ++k) tmp[j * kc + k] = 0.0f;
-  // Transpose in 8 x k_nr strips so that the strip of tmp rows stays in L1.
-  for (std::size_t kb = 0; kb < kc; kb += 8) {
-    const std::size_t ke = kb + 8 < kc ? kb + 8 : kc;
-    for (std::size_t j = 0; j < k_nr; ++j)
-      for (std::size_t k = kb; k < ke; ++k) p[k * k_nr + j] = tmp[j * kc + k];
-  }
+  transpose_matrix(tmp, k_nr, kc, kc, p, k_nr);
 }
 
 /// C[MR, k_nr] (ldc floats apart) = (accumulate ? C : 0) + X[MR, kc] . P[kc, k_nr].

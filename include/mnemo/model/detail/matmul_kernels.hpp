@@ -38,6 +38,7 @@ struct matmul_kernels<simd::scalar> {
   using C = dtype::detail::block_codes<isa>;
   static constexpr std::size_t L = V::lanes;
   // clang-format off
+#include "mnemo/simd/detail/transpose_matrix.inl"
 #include "mnemo/model/detail/matmul_gemv.inl"
 #include "mnemo/model/detail/matmul_gemm.inl"
   // clang-format on
@@ -56,6 +57,7 @@ struct matmul_kernels<simd::avx2> {
   using C = dtype::detail::block_codes<isa>;
   static constexpr std::size_t L = V::lanes;
   // clang-format off
+#include "mnemo/simd/detail/transpose_matrix.inl"
 #include "mnemo/model/detail/matmul_gemv.inl"
 #include "mnemo/model/detail/matmul_gemm.inl"
   // clang-format on
@@ -72,6 +74,7 @@ struct matmul_kernels<simd::avx512> {
   using C = dtype::detail::block_codes<isa>;
   static constexpr std::size_t L = V::lanes;
   // clang-format off
+#include "mnemo/simd/detail/transpose_matrix.inl"
 #include "mnemo/model/detail/matmul_gemv.inl"
 #include "mnemo/model/detail/matmul_gemm.inl"
   // clang-format on
@@ -90,6 +93,7 @@ struct matmul_kernels<simd::neon> {
   using C = dtype::detail::block_codes<isa>;
   static constexpr std::size_t L = V::lanes;
   // clang-format off
+#include "mnemo/simd/detail/transpose_matrix.inl"
 #include "mnemo/model/detail/matmul_gemv.inl"
 #include "mnemo/model/detail/matmul_gemm.inl"
   // clang-format on
