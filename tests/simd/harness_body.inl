@@ -49,6 +49,9 @@ static void fma(const float* a, const float* b, const float* c, float* out, std:
 static float reduce_add(const float* x) { return V::reduce_add(V::load(x)); }
 static float reduce_max(const float* x) { return V::reduce_max(V::load(x)); }
 
+// transpose_matrix(src, rows, cols, lds, dst, ldd), the kernel body itself.
+#include "mnemo/simd/detail/transpose_matrix.inl"
+
 /// m[lanes * lanes] (row-major) transposed in place through V::transpose.
 static void transpose(float* m) {
   typename V::vf r[lanes];

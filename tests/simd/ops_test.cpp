@@ -219,6 +219,26 @@ TYPED_TEST(SimdOps, TransposeMovesEveryElement) {
       ASSERT_EQ(t[c * n + r], m[r * n + c]) << "row " << r << " column " << c;
 }
 
+TYPED_TEST(SimdOps, TransposeMatrixAnyShapeAndStrides) {
+  using H = typename TestFixture::H;
+  std::mt19937_64 rng(k_seed + 7);
+  std::uniform_int_distribution<std::size_t> size(0, 3 * H::lanes + 2);
+  for (int trial = 0; trial < 200; ++trial) {
+    const std::size_t rows = size(rng), cols = size(rng);
+    const std::size_t lds = cols + size(rng) % 5, ldd = rows + size(rng) % 5;
+    std::vector<float> src(rows * lds + 1), dst(cols * ldd + 1, -1.0f);
+    for (std::size_t i = 0; i < src.size(); ++i) src[i] = static_cast<float>(i);
+    H::transpose_matrix(src.data(), rows, cols, lds, dst.data(), ldd);
+    for (std::size_t c = 0; c < cols; ++c)
+      for (std::size_t i = 0; i < ldd; ++i) {  // the padding between rows of dst untouched
+        const float want = i < rows ? src[i * lds + c] : -1.0f;
+        ASSERT_EQ(dst[c * ldd + i], want)
+            << "seed " << k_seed + 7 << " trial " << trial << ": " << rows << " x " << cols
+            << ", lds " << lds << ", ldd " << ldd << ", dst[" << c << "][" << i << "]";
+      }
+  }
+}
+
 /// Max relative error of exp over [-87, 88] (the documented bound).
 constexpr double k_exp_rel_tol = 2e-7;
 
