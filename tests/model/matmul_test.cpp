@@ -295,6 +295,27 @@ TYPED_TEST_P(ModelMatmul, EmptyProductsWriteNothing) {
   for (float v : y) EXPECT_EQ(v, k_sentinel);
 }
 
+// The prefill product hands its panels out in detail::spread_panel's order: every
+// panel exactly once, and the first items of a round in different runs of panels.
+TEST(ModelMatmulOrder, SpreadPanelVisitsEveryPanelOnceAndSpreadsTheFirstItems) {
+  for (std::size_t nt = 1; nt <= 9; ++nt)
+    for (std::size_t n = 0; n <= 130; ++n) {
+      std::vector<int> seen(n, 0);
+      for (std::size_t i = 0; i < n; ++i) {
+        const std::size_t p = mnemo::model::detail::spread_panel(i, n, nt);
+        ASSERT_LT(p, n) << "n " << n << ", nt " << nt << ", item " << i;
+        ASSERT_EQ(seen[p]++, 0) << "n " << n << ", nt " << nt << ": panel " << p
+                                << " handed out twice, again at item " << i;
+      }
+      // Items 0 .. nt-1 start the nt runs of at least n / nt panels each.
+      for (std::size_t i = 1; i < nt && nt <= n; ++i)
+        ASSERT_GE(mnemo::model::detail::spread_panel(i, n, nt) -
+                      mnemo::model::detail::spread_panel(i - 1, n, nt),
+                  n / nt)
+            << "n " << n << ", nt " << nt << ", item " << i;
+    }
+}
+
 REGISTER_TYPED_TEST_SUITE_P(ModelMatmul, MatchesDoubleReference, CrossoverTokenCounts,
                             PrefetchTargetChangesNoValue, UnevenThreadSplits, GetRowIsTheDecodedRow,
                             ReusedWorkspaceGivesTheSameResult, EmptyProductsWriteNothing);
