@@ -64,11 +64,14 @@ struct scratch_layout {
   std::size_t tokens, heads, dk, dv;
 
   std::size_t group_rows() const { return k_block_cells > 4 * heads ? k_block_cells : 4 * heads; }
+  // Both sizes are whole cache lines, so that no two threads' scratch share a line:
+  // every block rewrites keep / keep_any / full (129 bytes for one token).
   std::size_t floats() const {
-    return head_rows * (2 * dk + dv + 2 + k_block_cells) + group_rows() * (dk + dv) +
-           dk * k_block_cells + 16 * 8;
+    const std::size_t n = head_rows * (2 * dk + dv + 2 + k_block_cells) + group_rows() * (dk + dv) +
+                          dk * k_block_cells + 16 * 8;
+    return (n + 15) / 16 * 16;
   }
-  std::size_t bytes() const { return (tokens + 1) * k_block_cells + tokens; }
+  std::size_t bytes() const { return ((tokens + 1) * k_block_cells + tokens + 63) / 64 * 64; }
   scratch at(float* f, std::uint8_t* b) const {
     auto take = [&](std::size_t n) {
       float* p = f;
