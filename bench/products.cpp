@@ -20,6 +20,7 @@
 #include <cstring>
 #include <memory>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "common/bench_main.hpp"
@@ -31,6 +32,7 @@
 #include "mnemo/base/aligned_buffer.hpp"
 #include "mnemo/dtype/dtype.hpp"
 #include "mnemo/model/matmul.hpp"
+#include "mnemo/model/q4_0_tiles.hpp"
 
 namespace {
 
@@ -58,10 +60,13 @@ weight_bytes make_weight_bytes(std::size_t bytes) {
   return p;
 }
 
-/// `copies` copies of a random [n_out, n_in] weight of type E, and random activations.
+/// `copies` copies of a random [n_out, n_in] weight of type E, and random activations;
+/// `tiled` (q4_0): each copy with its tiles, as models load them (q4_0_tiles.hpp), on
+/// pages of the same kind as the rows.
 template <class E>
 struct setup {
   std::vector<weight_bytes> bufs;
+  std::vector<weight_bytes> tiles;
   std::vector<model::weight> ws;
   // 64-byte aligned like the model's activations: with std::vector's 16, the panels
   // two threads write at once shared a cache line in every row of y (0.66 against
@@ -69,7 +74,7 @@ struct setup {
   aligned_buffer<float> x, y;
   model::matmul_workspace scratch;
 
-  setup(std::size_t n_in, std::size_t n_out, std::size_t n_tok, bool rotate) {
+  setup(std::size_t n_in, std::size_t n_out, std::size_t n_tok, bool rotate, bool tiled) {
     std::mt19937 rng(1);
     std::uniform_real_distribution<float> u(-1.0f, 1.0f);
     const std::size_t rb = dtype::row_bytes_of<E>(n_in);
@@ -92,6 +97,11 @@ struct setup {
       w.n_out = n_out;
       w.row_bytes = rb;
       w.data = bufs.back().get();
+      if (tiled) {
+        tiles.push_back(make_weight_bytes(model::q4_0_tiles_bytes(w)));
+        model::interleave_q4_0(w, tiles.back().get());
+        w.tiles = tiles.back().get();
+      }
       ws.push_back(w);
     }
     x = std::move(aligned_buffer<float>::make(n_tok * n_in)).value();
@@ -101,12 +111,16 @@ struct setup {
   }
 };
 
-template <class E>
+template <class E, bool Tiled = false>
 void BM_product(benchmark::State& state) {
   const auto n_in = static_cast<std::size_t>(state.range(0));
   const auto n_out = static_cast<std::size_t>(state.range(1));
   const auto n_tok = static_cast<std::size_t>(state.range(2));
-  setup<E> s(n_in, n_out, n_tok, n_tok < model::k_gemm_min_tokens);
+  if (Tiled && !model::weight_tiles::used()) {
+    state.SkipWithError("this CPU's products do not read q4_0 tiles (no AVX-512 VNNI + VBMI)");
+    return;
+  }
+  setup<E> s(n_in, n_out, n_tok, n_tok < model::k_gemm_min_tokens, Tiled);
   std::size_t i = 0;
   double best = 1e30;  // seconds, the fastest call
   mnemo_bench::paired_read paired(state, static_cast<double>(s.ws[0].n_bytes()), k_threads);
@@ -157,12 +171,19 @@ void BM_eigen_f32(benchmark::State& state) {
   mnemo_bench::add_isa_and_threads_labels(state, "eigen", Eigen::nbThreads());
 }
 
+/// The shapes of one layer's products and the output head.
+constexpr std::pair<long, long> k_decode_shapes[] = {
+    {1024L, 1024L}, {1024L, 256L}, {1024L, 2816L}, {2816L, 1024L}, {1024L, 32000L}};
+
 void decode_args(benchmark::internal::Benchmark* b) {
   b->ArgNames({"in", "out", "tok"});
   for (long tok : {1, 16})
-    for (auto [in, out] :
-         {std::pair{1024L, 1024L}, {1024L, 256L}, {1024L, 2816L}, {2816L, 1024L}, {1024L, 32000L}})
-      b->Args({in, out, tok});
+    for (auto [in, out] : k_decode_shapes) b->Args({in, out, tok});
+  b->Unit(benchmark::kMicrosecond)->UseRealTime();
+}
+void decode_one_token_args(benchmark::internal::Benchmark* b) {
+  b->ArgNames({"in", "out", "tok"});
+  for (auto [in, out] : k_decode_shapes) b->Args({in, out, 1});
   b->Unit(benchmark::kMicrosecond)->UseRealTime();
 }
 void prefill_args(benchmark::internal::Benchmark* b) {
@@ -177,6 +198,10 @@ BENCHMARK_TEMPLATE(BM_product, dtype::f16)->Apply(decode_args)->Name("decode/f16
 BENCHMARK_TEMPLATE(BM_product, dtype::bf16)->Apply(decode_args)->Name("decode/bf16");
 BENCHMARK_TEMPLATE(BM_product, dtype::block_q8_0)->Apply(decode_args)->Name("decode/q8_0");
 BENCHMARK_TEMPLATE(BM_product, dtype::block_q4_0)->Apply(decode_args)->Name("decode/q4_0");
+// What models run for one token: the q4_0 weights' tiles (only one-token products read them).
+BENCHMARK_TEMPLATE(BM_product, dtype::block_q4_0, true)
+    ->Apply(decode_one_token_args)
+    ->Name("decode/q4_0_tiles");
 BENCHMARK_TEMPLATE(BM_product, float)->Apply(prefill_args)->Name("prefill/f32");
 BENCHMARK_TEMPLATE(BM_product, dtype::f16)->Apply(prefill_args)->Name("prefill/f16");
 BENCHMARK_TEMPLATE(BM_product, dtype::bf16)->Apply(prefill_args)->Name("prefill/bf16");

@@ -2,13 +2,15 @@
 // against the layout its header documents, built here from dtype's q8_0 encoder of the
 // same ISA: codes at the byte positions of the weight codes they multiply, each 32-bit
 // lane's dx (0 for lanes of no block) and bias (-8 or -128 times the sum of the lane's
-// codes), bit for bit. Inputs cover every partial group and scale chunk, all-zero
-// blocks, exact ties of the rounding, subnormal and huge scales.
+// codes), bit for bit; and the tile kernel's packed x (codes in order). Inputs cover
+// every partial group and scale chunk, all-zero blocks, exact ties of the rounding,
+// subnormal and huge scales.
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <random>
+#include <string>
 #include <type_traits>
 #include <vector>
 
@@ -130,9 +132,43 @@ TEST(Int8Pack, MatchesTheEncoderLayout) {
   check_pack<dt::block_q8_0>("q8_0");
 }
 
+// The tile kernel's packed x (int8_tile_decode<avx512>::pack): per block the encoder's
+// codes in order, its scale, and -8 times the sum of the codes, bit for bit.
+TEST(Int8Pack, TileBlocksMatchTheEncoder) {
+  if (!simd::is_compiled<simd::avx512> || !simd::detail::cpu().avx512_int8)
+    GTEST_SKIP() << "no AVX-512 VNNI + VBMI here";
+  for (std::size_t n_blocks : {1, 2, 31, 32, 47, 48, 49, 97}) {
+    const std::uint64_t seed = k_seed + 1000 + n_blocks;
+    std::mt19937_64 rng(seed);
+    const std::vector<float> x = test_x(n_blocks, rng);
+    std::vector<dt::block_q8_0> q(n_blocks);
+    dt::encode_row<simd::avx512>(x.data(), q.data(), x.size());
+    std::vector<md::int8_x_block> got(n_blocks + 1);
+    std::memset(static_cast<void*>(got.data()), 0x5a, got.size() * sizeof(md::int8_x_block));
+    md::int8_tile_decode<simd::avx512>::pack(x.data(), x.size(), got.data());
+    for (std::size_t b = 0; b < n_blocks; ++b) {
+      const std::string where = "seed " + std::to_string(seed) + ", " + std::to_string(n_blocks) +
+                                " blocks, block " + std::to_string(b);
+      std::int32_t sum = 0;
+      for (std::size_t i = 0; i < 32; ++i) {
+        ASSERT_EQ(got[b].codes[i], q[b].qs[i]) << where << ": first difference at code " << i;
+        sum += q[b].qs[i];
+      }
+      const float dx = q[b].d.to_float();
+      ASSERT_EQ(std::memcmp(&got[b].dx, &dx, sizeof dx), 0)
+          << where << ": dx " << got[b].dx << " vs " << dx;
+      ASSERT_EQ(got[b].bias, -8 * sum) << where;
+    }
+    const auto* past = reinterpret_cast<const unsigned char*>(&got[n_blocks]);
+    for (std::size_t i = 0; i < sizeof(md::int8_x_block); ++i)
+      ASSERT_EQ(past[i], 0x5a) << n_blocks << " blocks: wrote past the last block";
+  }
+}
+
 #else
 
 TEST(Int8Pack, MatchesTheEncoderLayout) { GTEST_SKIP() << "the 8-bit kernel is x86-64 only"; }
+TEST(Int8Pack, TileBlocksMatchTheEncoder) { GTEST_SKIP() << "the 8-bit kernel is x86-64 only"; }
 
 #endif
 

@@ -4,19 +4,22 @@
 // weights (as ggml and mul_mat do). Covers both kernels (few tokens: streaming rows;
 // >= k_gemm_min_tokens: packed panels), odd output counts, input widths that cross the
 // panel k-blocking, row strides wider than the rows, and 1, 2 or 3 threads, which must
-// give bit-identical results (row and panel counts that do not split evenly).
+// give bit-identical results (row and panel counts that do not split evenly); q4_0 also
+// with its tiles of 16 rows (q4_0_tiles.hpp), which the one-token 8-bit kernel reads.
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <random>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <gtest/gtest.h>
 
 #include "mnemo/dtype/dtype.hpp"
 #include "mnemo/model/matmul.hpp"
+#include "mnemo/model/q4_0_tiles.hpp"
 #include "mnemo/simd/cpu.hpp"
 #include "mnemo/simd/simd.hpp"
 
@@ -48,14 +51,15 @@ constexpr std::uint64_t k_seed = 0x6d61746d756cull;
 constexpr float k_sentinel = -12345.0f;
 
 /// A random [n_out, n_in] weight of type E, rows stored back to back (GGUF layout), and
-/// its decoded f32 values.
+/// its decoded f32 values; `with_tiles`: with its q4_0 tiles attached, as models do.
 template <class E>
 struct test_weight {
   std::vector<std::uint16_t> storage;  // 2-byte aligned, as in a GGUF mapping
   std::vector<float> decoded;          // [n_out, n_in]
   weight w;
+  mnemo::model::weight_tiles tiles;
 
-  test_weight(std::size_t n_in, std::size_t n_out, std::uint64_t seed) {
+  test_weight(std::size_t n_in, std::size_t n_out, std::uint64_t seed, bool with_tiles = false) {
     std::mt19937_64 rng(seed);
     std::normal_distribution<float> nd(0.0f, 1.0f);
     const std::size_t rb = dt::row_bytes_of<E>(n_in);
@@ -75,6 +79,7 @@ struct test_weight {
     w.row_bytes = rb;
     w.data = reinterpret_cast<const std::byte*>(bytes);
     w.name = "test";
+    if (with_tiles) tiles.attach(w, /*always=*/true);  // whatever the native ISA
   }
 };
 
@@ -105,10 +110,15 @@ std::vector<float> as_multiplied(std::vector<float> x, std::size_t x_stride, std
   return x;
 }
 
+/// `tiled`: the weight has its q4_0 tiles, which the one-token 8-bit kernel reads
+/// instead of the rows (AVX-512 with VNNI and VBMI; the other ISAs read the rows).
 template <class Isa, class E>
-void check_product(std::size_t n_in, std::size_t n_out, std::size_t n_tok) {
+void check_product(std::size_t n_in, std::size_t n_out, std::size_t n_tok, bool tiled = false) {
   const std::uint64_t seed = k_seed ^ (n_in * 1000003u + n_out * 1009u + n_tok);
-  const test_weight<E> tw(n_in, n_out, seed);
+  const test_weight<E> tw(n_in, n_out, seed, tiled);
+  if (tiled && n_out >= mnemo::model::k_q4_0_tile_rows) {
+    ASSERT_NE(tw.w.tiles, nullptr) << "n_out " << n_out << ": no tiles attached";
+  }
   const std::size_t x_stride = n_in + 3, y_stride = n_out + 5;
   std::mt19937_64 rng(seed + 1);
   std::uniform_real_distribution<float> ud(-1.0f, 1.0f);
@@ -122,7 +132,8 @@ void check_product(std::size_t n_in, std::size_t n_out, std::size_t n_tok) {
   mnemo::model::mul_mat<Isa>(tw.w, x.data(), x_stride, n_tok, y2.data(), y_stride, 2, ws);
   mnemo::model::mul_mat<Isa>(tw.w, x.data(), x_stride, n_tok, y3.data(), y_stride, 3, ws);
   const std::string where = "seed " + std::to_string(seed) + ", n_in " + std::to_string(n_in) +
-                            ", n_out " + std::to_string(n_out) + ", n_tok " + std::to_string(n_tok);
+                            ", n_out " + std::to_string(n_out) + ", n_tok " +
+                            std::to_string(n_tok) + (tiled ? ", tiles" : "");
   const double u = 1.0 / 16777216.0;
   for (std::size_t t = 0; t < n_tok; ++t) {
     for (std::size_t o = 0; o < y_stride; ++o) {
@@ -162,14 +173,19 @@ TYPED_TEST_P(ModelMatmul, MatchesDoubleReference) {
   // The 8-bit one-token kernel takes q4_0 in groups of 3 blocks and q8_0 in pairs, two
   // groups per loop step: 1, 2, 3, 6 and 10 blocks give every partial group (q4_0: 1
   // and 2 blocks left; q8_0: 1), and odd and even counts of whole groups.
+  // q4_0 also with tiles of 16 rows: none (1, 7), whole ones only (32), and whole ones
+  // then rows (65, 130).
+  constexpr bool q4 = std::is_same_v<E, dt::block_q4_0>;
   std::vector<std::size_t> n_ins = {32, 64, 96, 192, 320};
   if constexpr (!block) n_ins.insert(n_ins.end(), {37, 300});
-  for (std::size_t n_in : n_ins)
-    for (std::size_t n_out : {1, 7, 65, 130})
-      for (std::size_t n_tok : {1, 2, 3, 7, 64, 200}) {
-        check_product<Isa, E>(n_in, n_out, n_tok);
-        if (::testing::Test::HasFatalFailure()) return;
-      }
+  for (bool tiled : {false, true})
+    for (std::size_t n_in : n_ins)
+      for (std::size_t n_out : {1, 7, 32, 65, 130})
+        for (std::size_t n_tok : {1, 2, 3, 7, 64, 200}) {
+          if (tiled && !q4) continue;
+          check_product<Isa, E>(n_in, n_out, n_tok, tiled);
+          if (::testing::Test::HasFatalFailure()) return;
+        }
 }
 
 TYPED_TEST_P(ModelMatmul, CrossoverTokenCounts) {
@@ -187,17 +203,19 @@ TYPED_TEST_P(ModelMatmul, UnevenThreadSplits) {
   using Isa = typename TypeParam::isa;
   using E = typename TypeParam::elem;
   if (!runnable<Isa>()) GTEST_SKIP() << Isa::name << " is not available here";
-  // Each thread takes one contiguous range of 4-row tiles (streaming) or of panels
-  // (packed). Row counts around those units and large enough that 3 threads all get
-  // work (the streaming kernel gives a thread at least 64 KiB of weights): 1 + 4k rows
-  // and a panel count that 2 and 3 do not divide.
+  // Each thread takes one contiguous range of 4-row tiles (streaming; 16-row tiles for
+  // q4_0 with tiles, one token) or of panels (packed). Row counts around those units and
+  // large enough that 3 threads all get work (the streaming kernel gives a thread at
+  // least 64 KiB of weights): 1 + 4k rows and a panel count that 2 and 3 do not divide.
   const std::size_t n_in = 512;  // >= 287 KiB of rows for every type at n_out >= 1021
   const std::size_t many = mnemo::model::k_gemm_min_tokens + 1;
-  for (std::size_t n_out : {1021, 1026, 1031})
-    for (std::size_t n_tok : {std::size_t{1}, std::size_t{5}, many}) {
-      check_product<Isa, E>(n_in, n_out, n_tok);
-      if (::testing::Test::HasFatalFailure()) return;
-    }
+  for (bool tiled : {false, true})
+    for (std::size_t n_out : {1021, 1026, 1031, 1040})
+      for (std::size_t n_tok : {std::size_t{1}, std::size_t{5}, many}) {
+        if (tiled && !std::is_same_v<E, dt::block_q4_0>) continue;
+        check_product<Isa, E>(n_in, n_out, n_tok, tiled);
+        if (::testing::Test::HasFatalFailure()) return;
+      }
 }
 
 TYPED_TEST_P(ModelMatmul, GetRowIsTheDecodedRow) {

@@ -105,6 +105,8 @@ class gemma3_model {
   std::uint32_t n_embd() const noexcept { return hp_.n_embd; }
   std::uint32_t n_layer() const noexcept { return hp_.n_layer; }
   const gguf_file& file() const noexcept { return *file_; }
+  /// Bytes of the q4_0 weights' tiles held besides the mapping (q4_0_tiles.hpp).
+  std::size_t tile_bytes() const noexcept { return tiles_.bytes(); }
 
   // ---- memories for this model ---------------------------------------------------
 
@@ -355,7 +357,7 @@ class gemma3_model {
   status bind_tensors() {
     const std::size_t E = hp_.n_embd, V = hp_.n_vocab, dk = hp_.d_k;
     const decoder_dims d = dims_of(hp_);
-    const tensor_binder bind(*file_, "gemma3");
+    const tensor_binder bind(*file_, "gemma3", &tiles_);
     MNEMO_RETURN_IF_ERROR(head_.bind(bind, E, V));
     layers_.resize(hp_.n_layer);
     for (std::uint32_t l = 0; l < hp_.n_layer; ++l) {
@@ -380,6 +382,7 @@ class gemma3_model {
   }
 
   std::optional<gguf_file> file_;  // optional only because gguf_file has no empty state
+  weight_tiles tiles_;             // the q4_0 weights' tiles (q4_0_tiles.hpp)
   gemma3_hparams hp_;
   output_head head_;
   std::vector<gemma3_layer> layers_;

@@ -80,6 +80,8 @@ class jamba_model {
   std::uint32_t n_embd() const noexcept { return hp_.n_embd; }
   std::uint32_t n_layer() const noexcept { return hp_.n_layer; }
   const gguf_file& file() const noexcept { return *file_; }
+  /// Bytes of the q4_0 weights' tiles held besides the mapping (q4_0_tiles.hpp).
+  std::size_t tile_bytes() const noexcept { return tiles_.bytes(); }
 
   /// layered::make's route: attention layers to part `attention_part`, Mamba layers to
   /// part `recurrent_part`.
@@ -184,7 +186,7 @@ class jamba_model {
     const gguf_file& f = *file_;
     const std::size_t E = hp_.n_embd, V = hp_.n_vocab;
     const decoder_dims d = dims_of(hp_);
-    const tensor_binder bind(f);  // load() puts "jamba" on every binding error
+    const tensor_binder bind(f, {}, &tiles_);  // load() puts "jamba" on every binding error
     MNEMO_RETURN_IF_ERROR(head_.bind(bind, E, V));
     layers_.resize(hp_.n_layer);
     for (std::uint32_t l = 0; l < hp_.n_layer; ++l) {
@@ -207,8 +209,8 @@ class jamba_model {
       MNEMO_ASSIGN_OR_RETURN(L.attn_norm, bind.norm(b + "attn_norm.weight", E));
       MNEMO_ASSIGN_OR_RETURN(L.ffn_norm, bind.norm(b + "ffn_norm.weight", E));
       if (rec) {
-        MNEMO_ASSIGN_OR_RETURN(auto mx,
-                               bind_mamba_mixer(f, b, hp_.ssm, hp_.n_embd, mixer_norms::required));
+        MNEMO_ASSIGN_OR_RETURN(
+            auto mx, bind_mamba_mixer(f, b, hp_.ssm, hp_.n_embd, mixer_norms::required, &tiles_));
         L.mixer.emplace(std::move(mx));
       } else {
         MNEMO_RETURN_IF_ERROR(bind_attention_weights(bind, b, d, L.wq, L.wk, L.wv, L.wo));
@@ -219,6 +221,7 @@ class jamba_model {
   }
 
   std::optional<gguf_file> file_;
+  weight_tiles tiles_;  // the q4_0 weights' tiles (q4_0_tiles.hpp)
   jamba_hparams hp_;
   output_head head_;
   std::vector<jamba_layer> layers_;

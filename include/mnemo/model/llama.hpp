@@ -3,9 +3,10 @@
 // output, and the Mistral sliding window when the file sets one. The forward pass
 // follows llama.cpp's llm_build_llama (fixtures/MODELS.md §3).
 //
-// The model owns its gguf_file (weights are views into the mapping) and is written
-// against memory::kv_memory only: it writes each layer's K/V of the micro-batch the
-// memory applied and attends the views the memory gives, whatever the strategy.
+// The model owns its gguf_file (weights are views into the mapping; q4_0 ones also have
+// tiles, q4_0_tiles.hpp) and is written against memory::kv_memory only: it writes each
+// layer's K/V of the micro-batch the memory applied and attends the views the memory
+// gives, whatever the strategy.
 //
 //   MNEMO_ASSIGN_OR_RETURN(auto m, model::llama_model::open("model.gguf"));
 //   MNEMO_ASSIGN_OR_RETURN(auto ws, m.make_workspace(512));
@@ -87,6 +88,8 @@ class llama_model {
   std::uint32_t n_layer() const noexcept { return hp_.n_layer; }
   bool tied_output() const noexcept { return head_.tied; }
   const gguf_file& file() const noexcept { return *file_; }
+  /// Bytes of the q4_0 weights' tiles held besides the mapping (q4_0_tiles.hpp).
+  std::size_t tile_bytes() const noexcept { return tiles_.bytes(); }
 
   /// The K/V geometry a memory needs for this model.
   memory::kv_shape kv_shape() const noexcept {
@@ -197,7 +200,7 @@ class llama_model {
   status bind_tensors() {
     const std::size_t E = hp_.n_embd, V = hp_.n_vocab;
     const decoder_dims d = dims_of(hp_);
-    const tensor_binder bind(*file_, "llama");
+    const tensor_binder bind(*file_, "llama", &tiles_);
     MNEMO_RETURN_IF_ERROR(head_.bind(bind, E, V));
     layers_.resize(hp_.n_layer);
     for (std::uint32_t l = 0; l < hp_.n_layer; ++l) {
@@ -219,6 +222,7 @@ class llama_model {
   }
 
   std::optional<gguf_file> file_;  // optional only because gguf_file has no empty state
+  weight_tiles tiles_;             // the q4_0 weights' tiles (q4_0_tiles.hpp)
   llama_hparams hp_;
   output_head head_;
   std::vector<llama_layer> layers_;

@@ -70,6 +70,8 @@ class mamba_model {
   std::uint32_t n_layer() const noexcept { return hp_.n_layer; }
   bool tied_output() const noexcept { return head_.tied; }
   const gguf_file& file() const noexcept { return *file_; }
+  /// Bytes of the q4_0 weights' tiles held besides the mapping (q4_0_tiles.hpp).
+  std::size_t tile_bytes() const noexcept { return tiles_.bytes(); }
 
   /// A recurrent memory for this model: one slot per sequence id in [0, n_seq_max),
   /// optionally with checkpoints for suffix removal (docs/recurrent.md).
@@ -129,7 +131,7 @@ class mamba_model {
 
   status bind_tensors() {
     const gguf_file& f = *file_;
-    const tensor_binder bind(f);  // load() puts "mamba" on every binding error
+    const tensor_binder bind(f, {}, &tiles_);  // load() puts "mamba" on every binding error
     const std::size_t E = hp_.n_embd, V = hp_.n_vocab;
     MNEMO_RETURN_IF_ERROR(head_.bind(bind, E, V));
     for (std::uint32_t l = 0; l < hp_.n_layer; ++l) {
@@ -142,14 +144,15 @@ class mamba_model {
                              b.c_str(), extra);
       MNEMO_ASSIGN_OR_RETURN(auto norm, bind.norm(b + "attn_norm.weight", E));
       attn_norm_.push_back(std::move(norm));
-      MNEMO_ASSIGN_OR_RETURN(auto mx,
-                             bind_mamba_mixer(f, b, hp_.ssm, hp_.n_embd, mixer_norms::none));
+      MNEMO_ASSIGN_OR_RETURN(
+          auto mx, bind_mamba_mixer(f, b, hp_.ssm, hp_.n_embd, mixer_norms::none, &tiles_));
       mixers_.push_back(std::move(mx));
     }
     return {};
   }
 
   std::optional<gguf_file> file_;  // optional only because gguf_file has no empty state
+  weight_tiles tiles_;             // the q4_0 weights' tiles (q4_0_tiles.hpp)
   mamba_hparams hp_;
   output_head head_;
   std::vector<std::vector<float>> attn_norm_;  // [n_layer][n_embd]

@@ -64,16 +64,16 @@ enum class mixer_norms { none, required };
 
 /// Binds layer `prefix` ("blk.N.")'s mixer, checking every tensor's presence, shape and
 /// type. Tensors the forward pass would ignore (biases llama.cpp does not load, norms on
-/// a Mamba-1 layer) are refused, not skipped.
+/// a Mamba-1 layer) are refused, not skipped. q4_0 matrices get their tiles in `tiles`.
 inline result<mamba_mixer> bind_mamba_mixer(const gguf_file& f, const std::string& prefix,
                                             const ssm_hparams& s, std::uint32_t n_embd,
-                                            mixer_norms norms) {
+                                            mixer_norms norms, weight_tiles* tiles = nullptr) {
   const std::size_t E = n_embd, DI = s.d_inner, S = s.d_state, R = s.dt_rank;
   for (const char* extra : {"ssm_in.bias", "ssm_x.bias", "ssm_out.bias"})
     if (f.find_tensor(prefix + extra) != nullptr)
       return make_status(status_code::unsupported, "mamba mixer: tensor '%s%s' is not supported",
                          prefix.c_str(), extra);
-  const tensor_binder b(f);
+  const tensor_binder b(f, {}, tiles);
   mamba_mixer m;
   MNEMO_ASSIGN_OR_RETURN(m.in, b.matrix(prefix + "ssm_in.weight", E, 2 * DI));
   MNEMO_ASSIGN_OR_RETURN(m.x_proj, b.matrix(prefix + "ssm_x.weight", DI, s.xdbc_width()));

@@ -17,8 +17,9 @@
 //
 // For q8_0 and q4_0 weights, x is first rounded to q8_0 per block of 32 values, as ggml
 // does (its vec_dot_type), on every path and ISA: one token on a CPU with AVX-512 VNNI
-// and VBMI multiplies the 8-bit codes (detail/matmul_int8.hpp), the other paths the
-// dequantised values, so a token's product does not depend on how many tokens share
+// and VBMI multiplies the 8-bit codes (detail/matmul_int8.hpp; for a q4_0 weight with
+// tiles, q4_0_tiles.hpp, from the tiles: detail/matmul_int8_tiles.hpp), the other paths
+// the dequantised values, so a token's product does not depend on how many tokens share
 // the call beyond the order of the f32 sums.
 #pragma once
 
@@ -37,6 +38,7 @@
 
 #define MNEMO_MODEL_MATMUL_INTERNAL_ 1
 #include "mnemo/model/detail/matmul_int8.hpp"
+#include "mnemo/model/detail/matmul_int8_tiles.hpp"
 #include "mnemo/model/detail/matmul_kernels.hpp"
 #undef MNEMO_MODEL_MATMUL_INTERNAL_
 
@@ -184,17 +186,29 @@ void mul_mat(const weight& w, const float* x, std::size_t x_stride, std::size_t 
     const std::size_t bytes = w.n_out * w.row_bytes;
     const std::size_t by_size = std::max<std::size_t>(1, bytes / k_decode_min_bytes_per_thread);
     const std::size_t n_parts = std::min<std::size_t>(static_cast<std::size_t>(nt), by_size);
-    const std::size_t n_tiles = (w.n_out + 3) / 4;
+    // q4_0 weights with tiles (one token, 8-bit kernel) split at whole tiles of 16 rows.
+    const bool tiled = std::is_same_v<E, dtype::block_q4_0> && int8 && w.tiles != nullptr;
+    const std::size_t unit = tiled ? k_q4_0_tile_rows : 4;
+    const std::size_t n_units = (w.n_out + unit - 1) / unit;
     parallel_for(n_parts, static_cast<int>(n_parts), [&](std::size_t part, int) {
-      const std::size_t r0 = n_tiles * part / n_parts * 4;
-      const std::size_t r1 = std::min(w.n_out, n_tiles * (part + 1) / n_parts * 4);
+      const std::size_t r0 = n_units * part / n_parts * unit;
+      const std::size_t r1 = std::min(w.n_out, n_units * (part + 1) / n_parts * unit);
       if (r0 >= r1) return;
       if constexpr (quantised && detail::has_int8_decode<Isa>) {
         if (int8) {
-          auto* packed = reinterpret_cast<detail::int8_x_group*>(
-              ws.rounded_x.data() + part * detail::int8_x_floats(w.n_in));
-          detail::int8_decode<Isa>::template gemv1<E>(base + r0 * w.row_bytes, w.row_bytes, r1 - r0,
-                                                      w.n_in, x, packed, y + r0);
+          float* slice = ws.rounded_x.data() + part * detail::int8_x_floats(w.n_in);
+          std::size_t r = r0;  // rows from r on are read as rows
+          if (tiled) {         // r0 is a tile's first row; r1 too, or n_out
+            const std::size_t t0 = r0 / k_q4_0_tile_rows, t1 = r1 / k_q4_0_tile_rows;
+            detail::int8_tile_decode<Isa>::gemv(
+                reinterpret_cast<const unsigned char*>(w.tiles) + r0 * w.row_bytes, t1 - t0,
+                w.n_in / 32, x, reinterpret_cast<detail::int8_x_block*>(slice), y + r0);
+            r = t1 * k_q4_0_tile_rows;
+          }
+          if (r < r1)
+            detail::int8_decode<Isa>::template gemv1<E>(
+                base + r * w.row_bytes, w.row_bytes, r1 - r, w.n_in, x,
+                reinterpret_cast<detail::int8_x_group*>(slice), y + r);
           return;
         }
       }

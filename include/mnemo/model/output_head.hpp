@@ -52,11 +52,12 @@ struct output_head {
   bool tied = false;        // no output.weight (TENSOR_DUPLICATED in llama.cpp)
 
   status bind(const tensor_binder& b, std::size_t n_embd, std::size_t n_vocab) {
-    MNEMO_ASSIGN_OR_RETURN(token_embd, b.matrix("token_embd.weight", n_embd, n_vocab));
+    MNEMO_ASSIGN_OR_RETURN(token_embd, b.rows("token_embd.weight", n_embd, n_vocab));
     MNEMO_ASSIGN_OR_RETURN(norm, b.norm("output_norm.weight", n_embd));
     tied = !b.has("output.weight");
     if (tied) {
       output = token_embd;
+      b.attach_tiles(output);
     } else {
       MNEMO_ASSIGN_OR_RETURN(output, b.matrix("output.weight", n_embd, n_vocab));
     }

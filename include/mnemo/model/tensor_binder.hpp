@@ -19,6 +19,7 @@
 #include "mnemo/base/result.hpp"
 #include "mnemo/model/gguf.hpp"
 #include "mnemo/model/matmul.hpp"
+#include "mnemo/model/q4_0_tiles.hpp"
 #include "mnemo/model/weight.hpp"
 
 namespace mnemo::model {
@@ -36,25 +37,42 @@ result<Model> open_model(const std::string& path) {
 /// Binds named tensors of one file with their shapes and types checked. `context`
 /// (e.g. "llama") prefixes shape and type errors, not missing tensors; models that put
 /// their name on every binding error give none and wrap the whole binding instead.
+/// With a weight_tiles store, the matrices the products read get their q4_0 tiles
+/// there (q4_0_tiles.hpp); the store must live as long as the weights.
 class tensor_binder {
  public:
-  explicit tensor_binder(const gguf_file& f, std::string_view context = {})
-      : f_(&f), context_(context) {}
+  explicit tensor_binder(const gguf_file& f, std::string_view context = {},
+                         weight_tiles* tiles = nullptr)
+      : f_(&f), context_(context), tiles_(tiles) {}
 
   bool has(const std::string& name) const { return f_->find_tensor(name) != nullptr; }
 
-  /// A matrix of ggml ne [n_in, n_out] (a view into the mapping).
+  /// A matrix of ggml ne [n_in, n_out] that mul_mat reads (a view into the mapping,
+  /// with its tiles attached).
   result<weight> matrix(const std::string& name, std::size_t n_in, std::size_t n_out) const {
+    MNEMO_ASSIGN_OR_RETURN(weight w, rows(name, n_in, n_out));
+    attach_tiles(w);
+    return w;
+  }
+
+  /// A matrix of ggml ne [n_in, n_out] that only get_row reads (a view into the mapping).
+  result<weight> rows(const std::string& name, std::size_t n_in, std::size_t n_out) const {
     MNEMO_ASSIGN_OR_RETURN(const gguf_tensor* t, f_->require_tensor(name));
     auto w = weight_from_gguf(*t, n_in, n_out);
     if (!w.is_ok() && !context_.empty()) return status(w.error()).with_context(context_);
     return w;
   }
 
+  /// Gives w its tiles when this binder has a store (a rows() view that mul_mat reads
+  /// after all, such as tied embeddings).
+  void attach_tiles(weight& w) const {
+    if (tiles_ != nullptr) tiles_->attach(w);
+  }
+
   /// A tensor of ne [n_in, n_out] copied to f32, row after row ([n_out, n_in]).
   result<std::vector<float>> rows_f32(const std::string& name, std::size_t n_in,
                                       std::size_t n_out) const {
-    MNEMO_ASSIGN_OR_RETURN(weight w, matrix(name, n_in, n_out));
+    MNEMO_ASSIGN_OR_RETURN(weight w, rows(name, n_in, n_out));
     std::vector<float> out(n_in * n_out);
     for (std::size_t r = 0; r < n_out; ++r) get_row<simd::scalar>(w, r, out.data() + r * n_in);
     return out;
@@ -68,6 +86,7 @@ class tensor_binder {
  private:
   const gguf_file* f_;
   std::string_view context_;
+  weight_tiles* tiles_;
 };
 
 /// Allocates each (buffer, float count) pair in order; the first failure is returned.

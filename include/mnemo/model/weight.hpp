@@ -1,6 +1,7 @@
 // A weight matrix as the products see it: n_out rows of n_in values in one storage
 // type (GGUF layout, ggml ne = [n_in, n_out]), so y = W x reads row r for output r.
-// A view into the GGUF mapping: the file must outlive it.
+// A view into the GGUF mapping: the file must outlive it (and the weight_tiles that
+// hold its tiles, if any).
 #pragma once
 
 #include <cstddef>
@@ -23,6 +24,9 @@ struct weight {
   std::size_t row_bytes = 0;
   const std::byte* data = nullptr;
   std::string_view name;
+  /// q4_0 only, or null: the whole tiles of 16 rows again in the layout the one-token
+  /// product reads on CPUs with AVX-512 VNNI and VBMI (model/q4_0_tiles.hpp).
+  const std::byte* tiles = nullptr;
 
   const std::byte* row(std::size_t r) const noexcept { return data + r * row_bytes; }
   std::size_t n_bytes() const noexcept { return n_out * row_bytes; }
