@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "common/random_llama.hpp"
+#include "common/small_llama.hpp"
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -123,16 +124,9 @@ std::vector<float> logits_of(const md::llama_model& m, const std::vector<mnemo::
 
 TEST(Q4_0Tiles, OneTokenDecodesMatchTheBatchedPrompt) {
   for (bool tied : {false, true}) {
-    mnemo_examples::random_llama_config c;
-    c.n_vocab = 300;
-    c.n_embd = 64;
-    c.n_layer = 2;
-    c.n_head = 4;
-    c.n_head_kv = 2;
-    c.n_ff = 96;
-    c.weight_type = dt::element_type::q4_0;
+    mnemo_examples::random_llama_config c =
+        mnemo_test::small_llama_config(dt::element_type::q4_0, k_seed);
     c.tied_output = tied;
-    c.seed = k_seed;
     const std::string path = (std::filesystem::temp_directory_path() /
                               ("mnemo_q4_tiles_" + std::to_string(::getpid()) + ".gguf"))
                                  .string();

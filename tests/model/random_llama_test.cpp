@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "common/random_llama.hpp"
+#include "common/small_llama.hpp"
 #include <gtest/gtest.h>
 
 #include "mnemo/model/matmul.hpp"
@@ -24,18 +25,7 @@ std::string temp_path(const char* name) {
       .string();
 }
 
-random_llama_config small_config(element_type t) {
-  random_llama_config c;
-  c.n_vocab = 300;
-  c.n_embd = 64;
-  c.n_layer = 2;
-  c.n_head = 4;
-  c.n_head_kv = 2;
-  c.n_ff = 96;
-  c.weight_type = t;
-  c.seed = 7;
-  return c;
-}
+random_llama_config small_config(element_type t) { return mnemo_test::small_llama_config(t); }
 
 TEST(RandomLlama, WritesEveryTensorWithItsShapeAndType) {
   for (element_type t : {element_type::f32, element_type::f16, element_type::q8_0}) {
