@@ -206,8 +206,9 @@ TYPED_TEST_P(ModelMatmul, UnevenThreadSplits) {
   // Each thread takes one contiguous range of 4-row tiles (streaming; 16-row tiles for
   // q4_0 with tiles, one token) or of panels (packed). Row counts around those units and
   // large enough that 3 threads all get work (the streaming kernel gives a thread at
-  // least 64 KiB of weights): 1 + 4k rows and a panel count that 2 and 3 do not divide.
-  const std::size_t n_in = 512;  // >= 287 KiB of rows for every type at n_out >= 1021
+  // least 64 KiB of weights, 128 KiB for one token): 1 + 4k rows and a panel count that
+  // 2 and 3 do not divide.
+  const std::size_t n_in = 1024;  // >= 574 KiB of rows for every type at n_out >= 1021
   const std::size_t many = mnemo::model::k_gemm_min_tokens + 1;
   for (bool tiled : {false, true})
     for (std::size_t n_out : {1021, 1026, 1031, 1040})

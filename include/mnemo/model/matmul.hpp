@@ -52,6 +52,11 @@ inline constexpr std::size_t k_gemm_min_tokens = 48;
 /// thread costs a few microseconds, the time one core streams ~64 KiB from DRAM.
 inline constexpr std::size_t k_decode_min_bytes_per_thread = 64 * 1024;
 
+/// The same for one token, whose 8-bit kernels stream faster per core: a 147 KiB q4_0
+/// product took 9 us on one thread and 13 on two, a 272 KiB q8_0 one the same on both
+/// (docs/products.md).
+inline constexpr std::size_t k_one_token_min_bytes_per_thread = 128 * 1024;
+
 /// Scratch the products reuse between calls (no allocation per call once warm): the
 /// packed weight panels of the many-token product, one slice per thread, and x rounded
 /// to q8_0 for quantised weights.
@@ -184,7 +189,9 @@ void mul_mat(const weight& w, const float* x, std::size_t x_stride, std::size_t 
     // streams one long range, which the prefetchers follow), and fewer threads when the
     // matrix is too small to pay for waking one.
     const std::size_t bytes = w.n_out * w.row_bytes;
-    const std::size_t by_size = std::max<std::size_t>(1, bytes / k_decode_min_bytes_per_thread);
+    const std::size_t min_bytes =
+        n_tok == 1 ? k_one_token_min_bytes_per_thread : k_decode_min_bytes_per_thread;
+    const std::size_t by_size = std::max<std::size_t>(1, bytes / min_bytes);
     const std::size_t n_parts = std::min<std::size_t>(static_cast<std::size_t>(nt), by_size);
     // q4_0 weights with tiles (one token, 8-bit kernel) split at whole tiles of 16 rows.
     const bool tiled = std::is_same_v<E, dtype::block_q4_0> && int8 && w.tiles != nullptr;
