@@ -205,7 +205,8 @@ void mul_mat(const weight& w, const float* x, std::size_t x_stride, std::size_t 
         if (int8) {
           float* slice = ws.rounded_x.data() + part * detail::int8_x_floats(w.n_in);
           std::size_t r = r0;  // rows from r on are read as rows
-          if (tiled) {         // r0 is a tile's first row; r1 too, or n_out
+          // r0 is a tile's first row; r1 too, or n_out (a range may hold no whole tile)
+          if (tiled && r1 - r0 >= k_q4_0_tile_rows) {
             const std::size_t t0 = r0 / k_q4_0_tile_rows, t1 = r1 / k_q4_0_tile_rows;
             detail::int8_tile_decode<Isa>::gemv(
                 reinterpret_cast<const unsigned char*>(w.tiles) + r0 * w.row_bytes, t1 - t0,

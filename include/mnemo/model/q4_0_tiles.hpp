@@ -76,15 +76,17 @@ class weight_tiles {
     interleave_q4_0(w, made.value().data());
     buffers_.push_back(std::move(made).value());
     w.tiles = buffers_.back().data();
-    bytes_ += n;
   }
 
   /// Bytes of tiles held.
-  std::size_t bytes() const noexcept { return bytes_; }
+  std::size_t bytes() const noexcept {
+    std::size_t n = 0;
+    for (const auto& b : buffers_) n += b.size();
+    return n;
+  }
 
  private:
   std::vector<aligned_buffer<std::byte>> buffers_;
-  std::size_t bytes_ = 0;
 };
 
 }  // namespace mnemo::model
