@@ -4,6 +4,10 @@
 //   BM_read_bandwidth/threads:k   streaming reads of a 1 GiB buffer, k pinned threads
 //   BM_read_working_set/kib:n     one thread re-reading n KiB: L1, L2, L3 and DRAM
 //   BM_fma_peak<isa>/threads:k    independent FP32 FMA chains, k pinned threads
+//   BM_decode_pattern/order:o/threads:k   attention decode's read order without its
+//                                 arithmetic (common/decode_pattern.hpp): 0 address
+//                                 order, 1 head by head with the kernel's software
+//                                 prefetch, 2 head by head without
 //
 // The summary also estimates the core clock from a chain of dependent integer adds
 // (one per cycle on every x86 core), so FLOPs per cycle can be checked against the
@@ -17,6 +21,7 @@
 #include <type_traits>
 
 #include "common/bench_main.hpp"
+#include "common/decode_pattern.hpp"
 #include "common/machine_limits.hpp"
 #include "common/machine_probe.hpp"
 #include "common/probe_kernels.hpp"
@@ -55,15 +60,20 @@ const stream_buffer& big_buffer() {
   return buf;
 }
 
+/// big_buffer() when it holds at least `floats`, else null with the benchmark skipped.
+const stream_buffer* buffer_or_skip(benchmark::State& state, std::size_t floats = 1) {
+  const stream_buffer& buf = big_buffer();
+  if (buf.size() >= floats) return &buf;
+  state.SkipWithError("no read buffer");
+  return nullptr;
+}
+
 // [n] floats per thread: thread t streams its own contiguous chunk once per iteration.
 void BM_read_bandwidth(benchmark::State& state) {
-  const stream_buffer& buf = big_buffer();
-  if (buf.size() == 0) {
-    state.SkipWithError("no read buffer");
-    return;
-  }
+  const stream_buffer* buf = buffer_or_skip(state);
+  if (buf == nullptr) return;
   scoped_pin pin(state.thread_index());
-  const auto [p, n] = buf.chunk(state.thread_index(), state.threads());
+  const auto [p, n] = buf->chunk(state.thread_index(), state.threads());
   for (auto _ : state) benchmark::DoNotOptimize(probe::read_sum<simd::native>(p, n));
   add_bytes_counters(state, static_cast<double>(n * sizeof(float)));
   add_isa_and_threads_labels(state);
@@ -73,17 +83,31 @@ void BM_read_bandwidth(benchmark::State& state) {
 // core, 32 MiB L3): 16 KiB fits L1, 512 KiB L2, 8 MiB L3, 1 GiB only DRAM.
 void BM_read_working_set(benchmark::State& state) {
   const auto n = static_cast<std::size_t>(state.range(0)) * 1024 / sizeof(float);
-  const stream_buffer& buf = big_buffer();
-  if (buf.size() < n) {
-    state.SkipWithError("no read buffer");
-    return;
-  }
+  const stream_buffer* buf = buffer_or_skip(state, n);
+  if (buf == nullptr) return;
   scoped_pin pin(0);
-  const float* p = buf.data();
+  const float* p = buf->data();
   benchmark::DoNotOptimize(probe::read_sum<simd::native>(p, n));  // warm the caches
   for (auto _ : state) benchmark::DoNotOptimize(probe::read_sum<simd::native>(p, n));
   add_bytes_counters(state, static_cast<double>(n * sizeof(float)), 1);
   add_isa_and_threads_labels(state, 1);
+}
+
+// Thread t reads its own share of the 1 GiB buffer: K in the first half, V in the second.
+void BM_decode_pattern(benchmark::State& state) {
+  const stream_buffer* buf = buffer_or_skip(state);
+  if (buf == nullptr) return;
+  scoped_pin pin(state.thread_index());
+  const auto [p, n] = buf->chunk(state.thread_index(), state.threads());
+  const std::size_t cells = n * sizeof(float) / 2 / probe::k_pattern_cell_bytes /
+                            probe::k_pattern_block_cells * probe::k_pattern_block_cells;
+  const auto* k = reinterpret_cast<const char*>(p);
+  const char* v = k + cells * probe::k_pattern_cell_bytes;
+  const auto order = static_cast<probe::decode_order>(state.range(0));
+  for (auto _ : state)
+    benchmark::DoNotOptimize(probe::read_decode_pattern<simd::native>(k, v, cells, order));
+  add_bytes_counters(state, 2.0 * static_cast<double>(cells * probe::k_pattern_cell_bytes));
+  add_isa_and_threads_labels(state);
 }
 
 template <class Isa>
@@ -125,6 +149,10 @@ void register_all() {
       ->Arg(8 << 10)
       ->Arg(1 << 20)
       ->UseRealTime();
+  auto* pattern = benchmark::RegisterBenchmark("BM_decode_pattern", BM_decode_pattern)
+                      ->ArgName("order")
+                      ->DenseRange(0, 2);
+  with_thread_counts(pattern);
   register_fma_peak<simd::scalar>();
   if constexpr (std::is_same_v<Native, simd::avx2> || std::is_same_v<Native, simd::avx512>) {
     register_fma_peak<simd::avx2>();

@@ -3,6 +3,8 @@
 //   decode  (n_tok 1, and 16 for batched decode): weight bytes/s and the fraction of the
 //           read bandwidth. The weights are rotated over enough copies (>= 256 MiB, far beyond the
 //           last-level cache) that every call reads them from DRAM, as a model's layers do.
+//   token   one decode step's products of that model (57 weights of its own each), as
+//           weight bytes/s and the fraction of the read bandwidth.
 //   prefill (n_tok 512): GFLOP/s (2 n_tok n_in n_out) and the fraction of the FMA peak;
 //           Eigen's f32 product on the same data for comparison.
 // best_*: the fastest single call against the same limits (robust to preemption).
@@ -60,14 +62,55 @@ weight_bytes make_weight_bytes(std::size_t bytes) {
   return p;
 }
 
-/// `copies` copies of a random [n_out, n_in] weight of type E, and random activations;
-/// `tiled` (q4_0): each copy with its tiles, as models load them (q4_0_tiles.hpp), on
-/// pages of the same kind as the rows.
+/// Weights of type E and their storage: random rows, or copies of another weight's bytes
+/// at other addresses (only the DRAM traffic matters); `tiled` (q4_0): each weight with its
+/// tiles, as models load them (q4_0_tiles.hpp), on pages of the same kind as the rows.
 template <class E>
-struct setup {
+struct weight_store {
   std::vector<weight_bytes> bufs;
   std::vector<weight_bytes> tiles;
   std::vector<model::weight> ws;
+  bool tiled = false;
+
+  void add_random(std::size_t n_in, std::size_t n_out, std::mt19937& rng) {
+    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+    const std::size_t rb = dtype::row_bytes_of<E>(n_in);
+    bufs.push_back(make_weight_bytes(rb * n_out));
+    std::vector<float> row(n_in);
+    for (std::size_t r = 0; r < n_out; ++r) {
+      for (float& v : row) v = u(rng);
+      dtype::encode_row<simd::native>(row.data(), reinterpret_cast<E*>(bufs.back().get() + r * rb),
+                                      n_in);
+    }
+    finish(n_in, n_out);
+  }
+  void add_copy_of(const model::weight& w) {
+    bufs.push_back(make_weight_bytes(w.n_bytes()));
+    std::memcpy(bufs.back().get(), w.data, w.n_bytes());
+    finish(w.n_in, w.n_out);
+  }
+
+ private:
+  void finish(std::size_t n_in, std::size_t n_out) {
+    model::weight w;
+    w.type = dtype::element_type_of<E>;
+    w.n_in = n_in;
+    w.n_out = n_out;
+    w.row_bytes = dtype::row_bytes_of<E>(n_in);
+    w.data = bufs.back().get();
+    if (tiled) {
+      tiles.push_back(make_weight_bytes(model::q4_0_tiles_bytes(w)));
+      model::interleave_q4_0(w, tiles.back().get());
+      w.tiles = tiles.back().get();
+    }
+    ws.push_back(w);
+  }
+};
+
+/// `copies` copies of a random [n_out, n_in] weight of type E, and random activations.
+template <class E>
+struct setup {
+  weight_store<E> store;
   // 64-byte aligned like the model's activations: with std::vector's 16, the panels
   // two threads write at once shared a cache line in every row of y (0.66 against
   // 0.71 of the FMA peak for f32 [1024 -> 2816], 512 tokens).
@@ -77,33 +120,11 @@ struct setup {
   setup(std::size_t n_in, std::size_t n_out, std::size_t n_tok, bool rotate, bool tiled) {
     std::mt19937 rng(1);
     std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-    const std::size_t rb = dtype::row_bytes_of<E>(n_in);
-    const std::size_t copies = rotate ? std::max<std::size_t>(1, k_rotate_bytes / (rb * n_out)) : 1;
-    std::vector<float> row(n_in);
-    for (std::size_t c = 0; c < copies; ++c) {
-      bufs.push_back(make_weight_bytes(rb * n_out));
-      if (c == 0) {
-        for (std::size_t r = 0; r < n_out; ++r) {
-          for (float& v : row) v = u(rng);
-          dtype::encode_row<simd::native>(row.data(),
-                                          reinterpret_cast<E*>(bufs.back().get() + r * rb), n_in);
-        }
-      } else {  // same values, other addresses: only the DRAM traffic matters
-        std::memcpy(bufs.back().get(), bufs.front().get(), rb * n_out);
-      }
-      model::weight w;
-      w.type = dtype::element_type_of<E>;
-      w.n_in = n_in;
-      w.n_out = n_out;
-      w.row_bytes = rb;
-      w.data = bufs.back().get();
-      if (tiled) {
-        tiles.push_back(make_weight_bytes(model::q4_0_tiles_bytes(w)));
-        model::interleave_q4_0(w, tiles.back().get());
-        w.tiles = tiles.back().get();
-      }
-      ws.push_back(w);
-    }
+    const std::size_t bytes = dtype::row_bytes_of<E>(n_in) * n_out;
+    const std::size_t copies = rotate ? std::max<std::size_t>(1, k_rotate_bytes / bytes) : 1;
+    store.tiled = tiled;
+    store.add_random(n_in, n_out, rng);
+    for (std::size_t c = 1; c < copies; ++c) store.add_copy_of(store.ws.front());
     x = std::move(aligned_buffer<float>::make(n_tok * n_in)).value();
     for (float& v : x) v = u(rng);
     y = std::move(aligned_buffer<float>::make(n_tok * n_out)).value();  // zero-filled
@@ -123,9 +144,10 @@ void BM_product(benchmark::State& state) {
   setup<E> s(n_in, n_out, n_tok, n_tok < model::k_gemm_min_tokens, Tiled);
   std::size_t i = 0;
   double best = 1e30;  // seconds, the fastest call
-  mnemo_bench::paired_read paired(state, static_cast<double>(s.ws[0].n_bytes()), k_threads);
+  const std::vector<model::weight>& ws = s.store.ws;
+  mnemo_bench::paired_read paired(state, static_cast<double>(ws[0].n_bytes()), k_threads);
   for (auto _ : state) {
-    const model::weight& w = s.ws[i++ % s.ws.size()];
+    const model::weight& w = ws[i++ % ws.size()];
     best = std::min(best, paired.call([&] {
       model::mul_mat<simd::native>(w, s.x.data(), n_in, n_tok, s.y.data(), n_out, k_threads,
                                    s.scratch);
@@ -137,7 +159,7 @@ void BM_product(benchmark::State& state) {
   // The fastest call against the same limits: on a shared machine a 2-thread call that
   // waits for a preempted thread takes a whole time slice (~4-12 ms), which the mean
   // and median absorb; the best call is what the kernel does when both threads run.
-  const double bytes = static_cast<double>(s.ws[0].n_bytes());
+  const double bytes = static_cast<double>(ws[0].n_bytes());
   const double flops = 2.0 * static_cast<double>(n_tok * n_in * n_out);
   state.counters["best_us"] = best * 1e6;
   state.counters["best_frac_read_bw"] =
@@ -146,7 +168,7 @@ void BM_product(benchmark::State& state) {
       flops / best / (mnemo_bench::fma_gflops_for(k_threads) * 1e9);
   state.counters["tokens/s"] = benchmark::Counter(
       static_cast<double>(n_tok) * mnemo_bench::iterations(state), benchmark::Counter::kIsRate);
-  mnemo_bench::add_bytes_counters(state, static_cast<double>(s.ws[0].n_bytes()), k_threads);
+  mnemo_bench::add_bytes_counters(state, bytes, k_threads);
   mnemo_bench::add_flops_counters(state, 2.0 * static_cast<double>(n_tok * n_in * n_out),
                                   k_threads);
   mnemo_bench::add_isa_and_threads_labels(state, k_threads);
@@ -169,6 +191,59 @@ void BM_eigen_f32(benchmark::State& state) {
   mnemo_bench::add_bytes_counters(state, static_cast<double>(n_in * n_out) * 4.0, k_threads);
   mnemo_bench::add_flops_counters(state, flops, k_threads);
   mnemo_bench::add_isa_and_threads_labels(state, "eigen", Eigen::nbThreads());
+}
+
+/// The one-token products of one decode step of the 155M Llama, in the order its forward
+/// pass runs them: per layer q, k, v, o, gate, up, down; then the output head.
+constexpr std::size_t k_token_layers = 8;
+constexpr std::pair<std::size_t, std::size_t> k_layer_products[] = {
+    {1024, 1024}, {1024, 256}, {1024, 256}, {1024, 1024}, {1024, 2816}, {1024, 2816}, {2816, 1024}};
+constexpr std::pair<std::size_t, std::size_t> k_output_head = {1024, 32000};
+
+/// One token's weight products, each weight its own (69 MB at q4_0, 244 MB at f16: far
+/// beyond the L3, so a step streams them from DRAM as a decode step does), against the
+/// read bandwidth: what issue 5's "single-sequence decode is memory-bound on weights"
+/// comes to once the per-call costs of the small products are counted.
+template <class E, bool Tiled = false>
+void BM_token(benchmark::State& state) {
+  if (Tiled && !model::weight_tiles::used()) {
+    state.SkipWithError("this CPU's products do not read q4_0 tiles (no AVX-512 VNNI + VBMI)");
+    return;
+  }
+  std::mt19937 rng(1);
+  weight_store<E> store;
+  store.tiled = Tiled;
+  for (std::size_t l = 0; l < k_token_layers; ++l)
+    for (auto [n_in, n_out] : k_layer_products) store.add_random(n_in, n_out, rng);
+  store.add_random(k_output_head.first, k_output_head.second, rng);
+  double bytes = 0;
+  std::size_t max_in = 0, max_out = 0;
+  for (const model::weight& w : store.ws) {
+    bytes += static_cast<double>(w.n_bytes());
+    max_in = std::max(max_in, w.n_in);
+    max_out = std::max(max_out, w.n_out);
+  }
+  auto x = std::move(aligned_buffer<float>::make(max_in)).value();
+  auto y = std::move(aligned_buffer<float>::make(max_out)).value();
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  for (float& v : x) v = u(rng);
+  model::matmul_workspace scratch;
+  (void)model::matmul_reserve<simd::native>(scratch, k_threads);
+  mnemo_bench::paired_read paired(state, bytes, k_threads);
+  for (auto _ : state) {
+    paired.call([&] {
+      for (const model::weight& w : store.ws)
+        model::mul_mat<simd::native>(w, x.data(), w.n_in, 1, y.data(), w.n_out, k_threads, scratch);
+      benchmark::DoNotOptimize(y.data());
+      benchmark::ClobberMemory();
+    });
+  }
+  paired.add_counter();
+  state.counters["tokens/s"] =
+      benchmark::Counter(mnemo_bench::iterations(state), benchmark::Counter::kIsRate);
+  state.counters["MB_per_token"] = bytes / 1e6;
+  mnemo_bench::add_bytes_counters(state, bytes, k_threads);
+  mnemo_bench::add_isa_and_threads_labels(state, k_threads);
 }
 
 /// The shapes of one layer's products and the output head.
@@ -202,6 +277,22 @@ BENCHMARK_TEMPLATE(BM_product, dtype::block_q4_0)->Apply(decode_args)->Name("dec
 BENCHMARK_TEMPLATE(BM_product, dtype::block_q4_0, true)
     ->Apply(decode_one_token_args)
     ->Name("decode/q4_0_tiles");
+BENCHMARK_TEMPLATE(BM_token, dtype::f16)
+    ->Name("token/f16")
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK_TEMPLATE(BM_token, dtype::block_q8_0)
+    ->Name("token/q8_0")
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK_TEMPLATE(BM_token, dtype::block_q4_0)
+    ->Name("token/q4_0")
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK_TEMPLATE(BM_token, dtype::block_q4_0, true)
+    ->Name("token/q4_0_tiles")
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 BENCHMARK_TEMPLATE(BM_product, float)->Apply(prefill_args)->Name("prefill/f32");
 BENCHMARK_TEMPLATE(BM_product, dtype::f16)->Apply(prefill_args)->Name("prefill/f16");
 BENCHMARK_TEMPLATE(BM_product, dtype::bf16)->Apply(prefill_args)->Name("prefill/bf16");

@@ -13,6 +13,17 @@
 // +8-10% of the read bandwidth measured in the same moments at 16k and 32k cells
 // (docs/performance.md, "Decode: Q.K head by head from cache"). Quantised K keeps the
 // per-cell pass: each cell row is decoded once for all heads (cell_logits).
+//
+// With one query row per KV head (GQA 1, one token) there is no tile of rows to share a
+// K or V vector, and the head-by-head order costs more than it saves: all its DRAM
+// traffic comes from software prefetches, which one core keeps only so many of in
+// flight (a Zen 4 VM, bench_machine's BM_decode_pattern: 21 GB/s per thread in that
+// order without any arithmetic, 28-29 in address order, where the hardware prefetchers
+// join in). Those items read both passes cell by cell in address order instead, each
+// prefetching whole cell rows a fixed distance ahead (cell_ahead): 0.92-0.94 of the
+// paired read pass at 16-32k cells, 2 threads, against 0.83-0.85 (docs/performance.md,
+// "Session 12"). With four rows the per-cell P.V, whose output rows cannot stay in
+// registers, costs more than it saves (an in-cache cell 1.8x slower).
 // Included after tile_math.inl and block_steps.inl; @pre d_k % L == 0, d_v % L == 0.
 
 /// s[hh * s_head + rr * s_row] = q[hh, rr] . k_hh for HH heads of one cell row
@@ -163,6 +174,47 @@ static void cell_values(const float* s, std::size_t H, std::size_t R, std::size_
   }
 }
 
+/// s[h * Bc + j] = q_h . k_h for the H heads of one cell row k, one query row per head
+/// (q: [H, d_k]), four heads at a time: the address-order K pass.
+template <class RE>
+MNEMO_NOINLINE static void cell_dots_one_row(const float* q, std::size_t H, std::size_t dk,
+                                             const RE* k, float* s, std::size_t j) noexcept {
+  constexpr std::size_t Bc = detail::k_block_cells;
+  std::size_t h0 = 0;
+  for (; h0 + 4 <= H; h0 += 4) {
+    vf acc[4] = {V::zero(), V::zero(), V::zero(), V::zero()};
+    for (std::size_t i = 0; i < dk; i += L)
+#pragma GCC unroll 4
+      for (std::size_t h = 0; h < 4; ++h)
+        acc[h] = V::fma(V::load(q + (h0 + h) * dk + i), load_row(k + (h0 + h) * dk, i), acc[h]);
+    float tmp[4];
+    reduce_add4<vf>(acc[0], acc[1], acc[2], acc[3], tmp);
+    for (std::size_t h = 0; h < 4; ++h) s[(h0 + h) * Bc + j] = tmp[h];
+  }
+  for (; h0 < H; ++h0) {
+    vf acc = V::zero();
+    for (std::size_t i = 0; i < dk; i += L)
+      acc = V::fma(V::load(q + h0 * dk + i), load_row(k + h0 * dk, i), acc);
+    s[h0 * Bc + j] = V::reduce_add(acc);
+  }
+}
+
+/// o[h] += p[h, j] v_h for the H heads of one cell row v, one query row per head (o:
+/// [H, d_v]): the address-order V pass, each output row read and written once per cell.
+template <class RE>
+MNEMO_NOINLINE static void cell_values_one_row(const float* s, std::size_t H, std::size_t dv,
+                                               const RE* v, float* o, std::size_t j) noexcept {
+  constexpr std::size_t Bc = detail::k_block_cells;
+  for (std::size_t h = 0; h < H; ++h) {
+    const vf p = V::set1(s[h * Bc + j]);
+    const RE* vh = v + h * dv;
+    float* oh = o + h * dv;
+#pragma GCC unroll 8
+    for (std::size_t i = 0; i < dv; i += L)
+      V::store(oh + i, V::fma(p, load_row(vh, i), V::load(oh + i)));
+  }
+}
+
 /// Asks for bytes [p, p + n) to be brought into the machine's simd::prefetch_target.
 static MNEMO_INLINE void prefetch_rows(const void* p, std::size_t n) noexcept {
   const char* b = static_cast<const char*>(p);
@@ -184,6 +236,206 @@ static auto cell_row(const void* base, std::size_t stride, std::size_t cell, std
   }
 }
 
+/// How far ahead of a pass that reads cell rows in address order its prefetches run:
+/// 8-32 KiB measured alike on a Zen 4 VM (GQA 1, 32k cells, 2 threads), 4 KiB slower.
+static constexpr std::size_t k_cell_ahead_bytes = 16 * 1024;
+
+/// The prefetches of a pass that reads a block's kept cells (js) in address order: while
+/// the pass reads its x-th cell, the row of its (x + ahead)-th, or past its last cell the
+/// first rows the next pass reads (V after K: the same cells; the next block's K after
+/// V: its first cells, whose mask is not known yet), so that DRAM never waits for a pass
+/// to start and no masked row is fetched within a block.
+struct cell_ahead {
+  const char* own = nullptr;  // this pass's row of block-local cell 0
+  std::size_t own_stride = 0, own_bytes = 0;
+  const std::uint32_t* js = nullptr;  // the block-local cells this pass reads
+  std::size_t n_js = 0;
+  const char* next = nullptr;  // the next pass's row of its block-local cell 0
+  std::size_t next_stride = 0, next_bytes = 0;
+  const std::uint32_t* next_js = nullptr;  // its cells, or null: cells 0, 1, ...
+  std::size_t next_cells = 0;
+  std::size_t ahead = 0;
+  MNEMO_INLINE void at(std::size_t x) const noexcept {
+    std::size_t y = x + ahead;
+    if (y < n_js) {
+      prefetch_rows(own + js[y] * own_stride, own_bytes);
+    } else if ((y -= n_js) < next_cells) {
+      prefetch_rows(next + (next_js != nullptr ? next_js[y] : y) * next_stride, next_bytes);
+    }
+  }
+};
+
+/// The K and V rows of an item's heads in one segment: row addresses and byte counts.
+struct item_rows {
+  const char* k;  // cell 0's K row of the item's first head
+  const char* v;
+  std::size_t k_stride, v_stride, k_bytes, v_bytes;
+  item_rows(const detail::call& c, const kv_segment& seg, std::size_t h0, std::size_t H) noexcept
+      : k(static_cast<const char*>(seg.k) + h0 * c.k_head_bytes),
+        v(static_cast<const char*>(seg.v) + h0 * c.v_head_bytes),
+        k_stride(seg.k_stride),
+        v_stride(seg.v_stride),
+        k_bytes(H * c.k_head_bytes),
+        v_bytes(H * c.v_head_bytes) {}
+  std::size_t ahead() const noexcept {
+    const std::size_t n = k_cell_ahead_bytes / k_bytes;
+    return n < 1 ? 1 : n > detail::k_block_cells ? detail::k_block_cells : n;
+  }
+};
+
+/// The K pass head by head from cache, while this block's V rows (when read in place)
+/// are prefetched in address order, spread over its tiles.
+template <class KE, class VE>
+static void logits_by_head(const detail::call& c, const item_rows& rows, std::size_t j0,
+                           const std::uint32_t* js, std::size_t n_js, std::size_t H, std::size_t R,
+                           const detail::scratch& w) noexcept {
+  constexpr std::size_t Bc = detail::k_block_cells;
+  const std::size_t dk = c.sh.d_k;
+  prefetch_cursor vpf;
+  if constexpr (is_read_in_place<VE>) {
+    vpf.p = rows.v + (j0 + js[0]) * rows.v_stride;
+    vpf.end = rows.v + (j0 + js[n_js - 1]) * rows.v_stride + rows.v_bytes;
+    const std::size_t lines = static_cast<std::size_t>(vpf.end - vpf.p + 63) / 64;
+    const std::size_t steps = H * ((n_js + 3) / 4) * ((R + 3) / 4);
+    vpf.per_step = (lines + steps - 1) / steps;
+  }
+  const KE* krow[Bc];
+  for (std::size_t h = 0; h < H; ++h) {
+    for (std::size_t x = 0; x < n_js; ++x)
+      krow[x] =
+          reinterpret_cast<const KE*>(rows.k + (j0 + js[x]) * rows.k_stride + h * c.k_head_bytes);
+    head_logits<KE>(w.q + h * R * dk, R, dk, krow, js, n_js, w.s + h * R * Bc, vpf);
+  }
+}
+
+/// The K pass cell by cell, each row decoded once for all heads (quantised K); for V
+/// read in place by head, each cell's V row is prefetched as its K row is read.
+template <class KE, class VE>
+static void logits_by_cell(const detail::call& c, const item_rows& rows, std::size_t j0,
+                           const std::uint32_t* js, std::size_t n_js, std::size_t H, std::size_t R,
+                           const detail::scratch& w) noexcept {
+  const std::size_t dk = c.sh.d_k;
+  for (std::size_t x = 0; x < n_js; ++x) {
+    const std::size_t cell = j0 + js[x];
+    if constexpr (is_read_in_place<VE>) prefetch_rows(rows.v + cell * rows.v_stride, rows.v_bytes);
+    const float* k = cell_row<KE>(rows.k, rows.k_stride, cell, 0, H * dk, w.kf);
+    cell_logits(w.qp, H, R, dk, k, dk, w.s, js[x]);
+  }
+}
+
+/// The K pass in address order, one query row per head, K read in place; its
+/// prefetches run into this block's V rows.
+template <class KE>
+static void logits_in_address_order(const detail::call& c, const item_rows& rows, std::size_t j0,
+                                    const std::uint32_t* js, std::size_t n_js, std::size_t H,
+                                    const detail::scratch& w) noexcept {
+  const cell_ahead ahead{.own = rows.k + j0 * rows.k_stride,
+                         .own_stride = rows.k_stride,
+                         .own_bytes = rows.k_bytes,
+                         .js = js,
+                         .n_js = n_js,
+                         .next = rows.v + j0 * rows.v_stride,
+                         .next_stride = rows.v_stride,
+                         .next_bytes = rows.v_bytes,
+                         .next_js = js,
+                         .next_cells = n_js,
+                         .ahead = rows.ahead()};
+  for (std::size_t x = 0; x < n_js; ++x) {
+    ahead.at(x);
+    const auto* k = reinterpret_cast<const KE*>(rows.k + (j0 + js[x]) * rows.k_stride);
+    cell_dots_one_row<KE>(w.q, H, c.sh.d_k, k, w.s, js[x]);
+  }
+}
+
+/// The V pass head by head from cache, with the output rows in registers across the
+/// block's cells, while the next block's K rows (`next_cells` of them) are prefetched
+/// in address order, spread evenly over the pass (the K pass has the V stream).
+template <class VE>
+static void values_by_head(const detail::call& c, const item_rows& rows, std::size_t j0,
+                           const std::uint32_t* js, std::size_t n_js, std::size_t H, std::size_t R,
+                           std::size_t next_cells, const detail::scratch& w) noexcept {
+  constexpr std::size_t Bc = detail::k_block_cells;
+  const std::size_t dv = c.sh.d_v;
+  prefetch_cursor pf;
+  if (next_cells != 0) {  // K bytes of any element type
+    pf.p = rows.k + (j0 + Bc) * rows.k_stride;
+    pf.end = rows.k + (j0 + Bc + next_cells - 1) * rows.k_stride + rows.k_bytes;
+    const std::size_t lines = static_cast<std::size_t>(pf.end - pf.p + 63) / 64;
+    const std::size_t steps = H * pv_steps(R, n_js, dv);
+    pf.per_step = (lines + steps - 1) / steps;
+  }
+  const VE* vrow[Bc];
+  for (std::size_t h = 0; h < H; ++h) {
+    for (std::size_t x = 0; x < n_js; ++x)
+      vrow[x] =
+          reinterpret_cast<const VE*>(rows.v + (j0 + js[x]) * rows.v_stride + h * c.v_head_bytes);
+    pv_any<VE>(R, w.s + h * R * Bc, Bc, js, n_js, vrow, dv, w.o + h * R * dv, dv, pf);
+  }
+}
+
+/// The V pass cell by cell, each row decoded once for all heads (quantised V).
+template <class VE>
+static void values_by_cell(const detail::call& c, const item_rows& rows, std::size_t j0,
+                           const std::uint32_t* js, std::size_t n_js, std::size_t H, std::size_t R,
+                           const detail::scratch& w) noexcept {
+  const std::size_t dv = c.sh.d_v;
+  for (std::size_t x = 0; x < n_js; ++x) {
+    const float* v = cell_row<VE>(rows.v, rows.v_stride, j0 + js[x], 0, H * dv, w.vf);
+    cell_values(w.s, H, R, dv, v, dv, w.o, js[x]);
+  }
+}
+
+/// The V pass in address order, one query row per head, V read in place; its
+/// prefetches run into the next block's K rows (next_cells of them).
+template <class VE>
+static void values_in_address_order(const detail::call& c, const item_rows& rows, std::size_t j0,
+                                    const std::uint32_t* js, std::size_t n_js, std::size_t H,
+                                    std::size_t next_cells, const detail::scratch& w) noexcept {
+  constexpr std::size_t Bc = detail::k_block_cells;
+  const cell_ahead ahead{.own = rows.v + j0 * rows.v_stride,
+                         .own_stride = rows.v_stride,
+                         .own_bytes = rows.v_bytes,
+                         .js = js,
+                         .n_js = n_js,
+                         .next = next_cells != 0 ? rows.k + (j0 + Bc) * rows.k_stride : nullptr,
+                         .next_stride = rows.k_stride,
+                         .next_bytes = rows.k_bytes,
+                         .next_js = nullptr,
+                         .next_cells = next_cells,
+                         .ahead = rows.ahead()};
+  for (std::size_t x = 0; x < n_js; ++x) {
+    ahead.at(x);
+    const auto* v = reinterpret_cast<const VE*>(rows.v + (j0 + js[x]) * rows.v_stride);
+    cell_values_one_row<VE>(w.s, H, c.sh.d_v, v, w.o, js[x]);
+  }
+}
+
+/// Cells of the item in the block after the one at segment-local j0 (0: none; the
+/// segment or the item ends first), at most one block.
+static std::size_t next_block_cells(const detail::item& it, const kv_segment& seg, std::size_t j0,
+                                    std::size_t cell0) noexcept {
+  constexpr std::size_t Bc = detail::k_block_cells;
+  // This item's cells of this segment end here (segment-local index).
+  const std::size_t item_end = it.cell_end - (cell0 - j0);
+  const std::size_t local_end = item_end < seg.n_cells ? item_end : seg.n_cells;
+  if (j0 + Bc >= local_end) return 0;
+  return local_end - (j0 + Bc) < Bc ? local_end - (j0 + Bc) : Bc;
+}
+
+/// The first block of an item (no V pass before it prefetched its K): its K rows in
+/// address order up front, all of them, or in address order those the K pass reads first.
+static void prefetch_first_k(const item_rows& rows, std::size_t j0, const std::uint32_t* js,
+                             std::size_t n_js, bool by_address) noexcept {
+  if (!by_address) {
+    prefetch_rows(rows.k + (j0 + js[0]) * rows.k_stride,
+                  (js[n_js - 1] - js[0]) * rows.k_stride + rows.k_bytes);
+    return;
+  }
+  const std::size_t n = rows.ahead() < n_js ? rows.ahead() : n_js;
+  for (std::size_t x = 0; x < n; ++x)
+    prefetch_rows(rows.k + (j0 + js[x]) * rows.k_stride, rows.k_bytes);
+}
+
 template <class KE, class VE>
 static void run_decode_item(const detail::call& c, const detail::item& it,
                             const detail::scratch& w) noexcept {
@@ -191,6 +443,10 @@ static void run_decode_item(const detail::call& c, const detail::item& it,
   const detail::tile& t = *it.t;
   const std::size_t g = c.sh.group(), dk = c.sh.d_k, dv = c.sh.d_v, R = t.count * g;
   const std::size_t h0 = it.head_begin, H = it.head_end - it.head_begin;
+  // In-place K and V are read head by head from cache, or with one row per head
+  // (nothing for rows to share) cell by cell in address order (top of this file).
+  constexpr bool in_place = is_read_in_place<KE> && is_read_in_place<VE>;
+  const bool by_address = in_place && R == 1;
   gather_queries(c, it, w.q);
   if constexpr (!is_read_in_place<KE>) pack_queries(w.q, H, R, dk, w.qp);  // for cell_logits
   for (std::size_t i = 0; i < H * R * dv; ++i) w.o[i] = 0.0f;
@@ -199,90 +455,44 @@ static void run_decode_item(const detail::call& c, const detail::item& it,
     w.l[r] = 0.0f;
   }
   std::uint32_t js[Bc];
-  bool k_ahead = false;  // the previous V pass prefetched this block's K rows
-  for_each_block(
-      c.streams[t.stream], it.cell_begin, it.cell_end,
-      [&](const kv_segment& seg, std::size_t j0, std::size_t nb, std::size_t cell0) {
-        const std::size_t n_js = block_mask(c, t, seg, j0, nb, w, js);
-        if (n_js == 0) {  // no K/V byte of this block is read
-          k_ahead = false;
-          return;
-        }
-        if (!k_ahead && is_read_in_place<KE>)  // first block: its K in address order first
-          prefetch_rows(head_row<KE>(seg.k, seg.k_stride, j0 + js[0], 0),
-                        (js[n_js - 1] - js[0]) * seg.k_stride + (h0 + H) * c.k_head_bytes);
-        // This item's cells of this segment end here (segment-local index).
-        const std::size_t local_end =
-            it.cell_end - (cell0 - j0) < seg.n_cells ? it.cell_end - (cell0 - j0) : seg.n_cells;
-        if constexpr (is_read_in_place<KE>) {
-          // K rows are in cache (the previous block's V pass prefetched them), so the K
-          // pass goes head by head; meanwhile this block's V rows are prefetched in
-          // address order, spread over its tiles.
-          prefetch_cursor vpf;
-          if constexpr (is_read_in_place<VE>) {
-            vpf.p =
-                static_cast<const char*>(seg.v) + (j0 + js[0]) * seg.v_stride + h0 * c.v_head_bytes;
-            vpf.end = static_cast<const char*>(seg.v) + (j0 + js[n_js - 1]) * seg.v_stride +
-                      (h0 + H) * c.v_head_bytes;
-            const std::size_t lines = static_cast<std::size_t>(vpf.end - vpf.p + 63) / 64;
-            const std::size_t steps = H * ((n_js + 3) / 4) * ((R + 3) / 4);
-            vpf.per_step = (lines + steps - 1) / steps;
-          }
-          const KE* krow[Bc];
-          for (std::size_t h = 0; h < H; ++h) {
-            for (std::size_t x = 0; x < n_js; ++x)
-              krow[x] = head_row<KE>(seg.k, seg.k_stride, j0 + js[x], (h0 + h) * c.k_head_bytes);
-            head_logits<KE>(w.q + h * R * dk, R, dk, krow, js, n_js, w.s + h * R * Bc, vpf);
-          }
-        } else {  // quantised K: each cell row decoded once for all heads
-          for (std::size_t x = 0; x < n_js; ++x) {
-            const float* k =
-                cell_row<KE>(seg.k, seg.k_stride, j0 + js[x], h0 * c.k_head_bytes, H * dk, w.kf);
-            if constexpr (is_read_in_place<VE>)  // V of this cell, in address order
-              prefetch_rows(head_row<VE>(seg.v, seg.v_stride, j0 + js[x], h0 * c.v_head_bytes),
-                            H * c.v_head_bytes);
-            cell_logits(w.qp, H, R, dk, k, dk, w.s, js[x]);
-          }
-        }
-        // Mask, soft-cap and the online softmax of every (head, row).
-        for (std::size_t h = 0; h < H; ++h)
-          for (std::size_t ti = 0; ti < t.count; ++ti)
-            for (std::size_t hh = 0; hh < g; ++hh) {
-              const std::size_t r = h * R + ti * g + hh;
-              float* s = w.s + r * Bc;
-              cap_and_mask(c, ti, s, nb, w);
-              const float alpha = softmax_block(s, nb, w.m[r], w.l[r]);
-              if (alpha != 1.0f) scale_row(w.o + r * dv, dv, alpha);
-            }
-        if constexpr (is_read_in_place<VE>) {
-          // V rows are in cache by now, so any order streams: one head at a time with the
-          // output rows in registers across all the block's cells. Meanwhile the next
-          // block's K rows are prefetched in address order, spread evenly over this
-          // pass, so that DRAM is kept busy here too (the K pass has the V stream).
-          prefetch_cursor pf;
-          const std::size_t next_begin = j0 + Bc;  // 2 blocks ahead measured slower
-          const std::size_t next_end = next_begin + Bc < local_end ? next_begin + Bc : local_end;
-          if (next_begin < next_end) {  // K bytes of any element type
-            pf.p = static_cast<const char*>(seg.k) + next_begin * seg.k_stride;
-            pf.end = static_cast<const char*>(seg.k) + (next_end - 1) * seg.k_stride +
-                     (h0 + H) * c.k_head_bytes;
-            const std::size_t lines = static_cast<std::size_t>(pf.end - pf.p + 63) / 64;
-            const std::size_t steps = H * pv_steps(R, n_js, dv);
-            pf.per_step = (lines + steps - 1) / steps;
-          }
-          k_ahead = next_begin < next_end;
-          const VE* vrow[Bc];
-          for (std::size_t h = 0; h < H; ++h) {
-            for (std::size_t x = 0; x < n_js; ++x)
-              vrow[x] = head_row<VE>(seg.v, seg.v_stride, j0 + js[x], (h0 + h) * c.v_head_bytes);
-            pv_any<VE>(R, w.s + h * R * Bc, Bc, js, n_js, vrow, dv, w.o + h * R * dv, dv, pf);
-          }
-        } else {
-          for (std::size_t x = 0; x < n_js; ++x) {
-            const auto v =
-                cell_row<VE>(seg.v, seg.v_stride, j0 + js[x], h0 * c.v_head_bytes, H * dv, w.vf);
-            cell_values(w.s, H, R, dv, v, dv, w.o, js[x]);
-          }
-        }
-      });
+  bool k_ahead = false;  // the previous V pass prefetched (the first of) this block's K rows
+  for_each_block(c.streams[t.stream], it.cell_begin, it.cell_end,
+                 [&](const kv_segment& seg, std::size_t j0, std::size_t nb, std::size_t cell0) {
+                   const std::size_t n_js = block_mask(c, t, seg, j0, nb, w, js);
+                   if (n_js == 0) {  // no K/V byte of this block is read
+                     k_ahead = false;
+                     return;
+                   }
+                   const item_rows rows(c, seg, h0, H);
+                   const std::size_t next_cells = next_block_cells(it, seg, j0, cell0);
+                   if (!k_ahead && is_read_in_place<KE>)
+                     prefetch_first_k(rows, j0, js, n_js, by_address);
+                   if (by_address) {
+                     if constexpr (in_place)
+                       logits_in_address_order<KE>(c, rows, j0, js, n_js, H, w);
+                   } else if constexpr (is_read_in_place<KE>) {
+                     logits_by_head<KE, VE>(c, rows, j0, js, n_js, H, R, w);
+                   } else {
+                     logits_by_cell<KE, VE>(c, rows, j0, js, n_js, H, R, w);
+                   }
+                   // Mask, soft-cap and the online softmax of every (head, row).
+                   for (std::size_t h = 0; h < H; ++h)
+                     for (std::size_t ti = 0; ti < t.count; ++ti)
+                       for (std::size_t hh = 0; hh < g; ++hh) {
+                         const std::size_t r = h * R + ti * g + hh;
+                         float* s = w.s + r * Bc;
+                         cap_and_mask(c, ti, s, nb, w);
+                         const float alpha = softmax_block(s, nb, w.m[r], w.l[r]);
+                         if (alpha != 1.0f) scale_row(w.o + r * dv, dv, alpha);
+                       }
+                   if (by_address) {
+                     if constexpr (in_place)
+                       values_in_address_order<VE>(c, rows, j0, js, n_js, H, next_cells, w);
+                   } else if constexpr (is_read_in_place<VE>) {
+                     values_by_head<VE>(c, rows, j0, js, n_js, H, R, next_cells, w);
+                   } else {
+                     values_by_cell<VE>(c, rows, j0, js, n_js, H, R, w);
+                   }
+                   k_ahead = is_read_in_place<VE> && next_cells != 0;
+                 });
 }
