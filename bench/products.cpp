@@ -203,9 +203,12 @@ constexpr std::pair<std::size_t, std::size_t> k_output_head = {1024, 32000};
 /// One token's weight products, each weight its own (69 MB at q4_0, 244 MB at f16: far
 /// beyond the L3, so a step streams them from DRAM as a decode step does), against the
 /// read bandwidth: what issue 5's "single-sequence decode is memory-bound on weights"
-/// comes to once the per-call costs of the small products are counted.
+/// comes to once the per-call costs of the small products are counted. grouped:0 runs
+/// one mul_mat per weight (57 calls); grouped:1 as the decoders do, q, k, v and gate, up
+/// as one mul_mat_many each (33 calls).
 template <class E, bool Tiled = false>
 void BM_token(benchmark::State& state) {
+  const bool grouped = state.range(0) != 0;
   if (Tiled && !model::weight_tiles::used()) {
     state.SkipWithError("this CPU's products do not read q4_0 tiles (no AVX-512 VNNI + VBMI)");
     return;
@@ -217,23 +220,41 @@ void BM_token(benchmark::State& state) {
     for (auto [n_in, n_out] : k_layer_products) store.add_random(n_in, n_out, rng);
   store.add_random(k_output_head.first, k_output_head.second, rng);
   double bytes = 0;
-  std::size_t max_in = 0, max_out = 0;
+  std::size_t max_in = 0, sum_out = 0;
   for (const model::weight& w : store.ws) {
     bytes += static_cast<double>(w.n_bytes());
     max_in = std::max(max_in, w.n_in);
-    max_out = std::max(max_out, w.n_out);
+    sum_out += w.n_out;
   }
   auto x = std::move(aligned_buffer<float>::make(max_in)).value();
-  auto y = std::move(aligned_buffer<float>::make(max_out)).value();
+  auto y = std::move(aligned_buffer<float>::make(sum_out)).value();  // each product its own
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);
   for (float& v : x) v = u(rng);
   model::matmul_workspace scratch;
   (void)model::matmul_reserve<simd::native>(scratch, k_threads);
   mnemo_bench::paired_read paired(state, bytes, k_threads);
+  // Each product's output at its own offset of y; groups as the decoder blocks form them.
+  std::vector<model::product_out> outs;
+  for (std::size_t i = 0, off = 0; i < store.ws.size(); off += store.ws[i++].n_out)
+    outs.push_back({&store.ws[i], y.data() + off, store.ws[i].n_out});
+  const std::size_t layer_groups[] = {3, 1, 2, 1};  // q k v, o, gate up, down
   for (auto _ : state) {
     paired.call([&] {
-      for (const model::weight& w : store.ws)
-        model::mul_mat<simd::native>(w, x.data(), w.n_in, 1, y.data(), w.n_out, k_threads, scratch);
+      std::size_t i = 0;
+      for (std::size_t l = 0; l < k_token_layers; ++l)
+        for (std::size_t n : layer_groups) {
+          if (grouped) {
+            model::mul_mat_many<simd::native>({outs.data() + i, n}, x.data(), max_in, 1, k_threads,
+                                              scratch);
+          } else {
+            for (std::size_t j = i; j < i + n; ++j)
+              model::mul_mat<simd::native>(*outs[j].w, x.data(), max_in, 1, outs[j].y,
+                                           outs[j].y_stride, k_threads, scratch);
+          }
+          i += n;
+        }
+      model::mul_mat<simd::native>(*outs[i].w, x.data(), max_in, 1, outs[i].y, outs[i].y_stride,
+                                   k_threads, scratch);
       benchmark::DoNotOptimize(y.data());
       benchmark::ClobberMemory();
     });
@@ -279,18 +300,26 @@ BENCHMARK_TEMPLATE(BM_product, dtype::block_q4_0, true)
     ->Name("decode/q4_0_tiles");
 BENCHMARK_TEMPLATE(BM_token, dtype::f16)
     ->Name("token/f16")
+    ->ArgName("grouped")
+    ->DenseRange(0, 1)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 BENCHMARK_TEMPLATE(BM_token, dtype::block_q8_0)
     ->Name("token/q8_0")
+    ->ArgName("grouped")
+    ->DenseRange(0, 1)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 BENCHMARK_TEMPLATE(BM_token, dtype::block_q4_0)
     ->Name("token/q4_0")
+    ->ArgName("grouped")
+    ->DenseRange(0, 1)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 BENCHMARK_TEMPLATE(BM_token, dtype::block_q4_0, true)
     ->Name("token/q4_0_tiles")
+    ->ArgName("grouped")
+    ->DenseRange(0, 1)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 BENCHMARK_TEMPLATE(BM_product, float)->Apply(prefill_args)->Name("prefill/f32");

@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <random>
 #include <string>
 #include <type_traits>
@@ -303,6 +304,53 @@ TYPED_TEST_P(ModelMatmul, PrefetchTargetChangesNoValue) {
   simd::set_prefetch_target(before);
 }
 
+TYPED_TEST_P(ModelMatmul, ManyProductsOfOneInputAreTheSingleProducts) {
+  using Isa = typename TypeParam::isa;
+  using E = typename TypeParam::elem;
+  if (!runnable<Isa>()) GTEST_SKIP() << Isa::name << " is not available here";
+  // mul_mat_many splits the products' rows over the threads as one sequence: every
+  // output must be the one mul_mat gives, bit for bit, whatever the thread count, with
+  // parts that start and end inside products (q, k, v and gate, up shapes, tails of 1-15
+  // rows, 16-row tiles for q4_0), for one token, a few, and prefill (run one by one).
+  const std::size_t n_in = 1024, many = mnemo::model::k_gemm_min_tokens + 2;
+  const std::vector<std::vector<std::size_t>> groups = {
+      {256, 64, 64}, {1021, 255, 259}, {2816, 2816}, {7, 33, 1030}, {5}};
+  for (bool tiled : {false, true}) {
+    if (tiled && !std::is_same_v<E, dt::block_q4_0>) continue;
+    for (const auto& outs : groups)
+      for (std::size_t n_tok : {std::size_t{1}, std::size_t{3}, many}) {
+        std::vector<std::unique_ptr<test_weight<E>>> ws;
+        for (std::size_t o : outs)
+          ws.push_back(std::make_unique<test_weight<E>>(n_in, o, k_seed + o * 31 + n_tok, tiled));
+        const std::size_t x_stride = n_in + 7;
+        std::vector<float> x(n_tok * x_stride);
+        std::mt19937_64 rng(k_seed + n_tok);
+        std::uniform_real_distribution<float> ud(-1.0f, 1.0f);
+        for (float& v : x) v = ud(rng);
+        for (int threads : {1, 2, 3}) {
+          std::vector<std::vector<float>> want(outs.size()), got(outs.size());
+          std::vector<mnemo::model::product_out> products;
+          mnemo::model::matmul_workspace ws_one, ws_many;
+          for (std::size_t i = 0; i < outs.size(); ++i) {
+            const std::size_t y_stride = outs[i] + 3;
+            want[i].assign(n_tok * y_stride, k_sentinel);
+            got[i].assign(n_tok * y_stride, k_sentinel);
+            mnemo::model::mul_mat<Isa>(ws[i]->w, x.data(), x_stride, n_tok, want[i].data(),
+                                       y_stride, threads, ws_one);
+            products.push_back({&ws[i]->w, got[i].data(), y_stride});
+          }
+          mnemo::model::mul_mat_many<Isa>(products, x.data(), x_stride, n_tok, threads, ws_many);
+          for (std::size_t i = 0; i < outs.size(); ++i)
+            for (std::size_t j = 0; j < want[i].size(); ++j)
+              ASSERT_EQ(std::memcmp(&want[i][j], &got[i][j], sizeof(float)), 0)
+                  << "seed " << k_seed << ", outputs " << outs[0] << "..., n_tok " << n_tok
+                  << ", threads " << threads << (tiled ? ", tiles" : "") << ": product " << i
+                  << " differs at " << j << ": " << got[i][j] << ", mul_mat " << want[i][j];
+        }
+      }
+  }
+}
+
 TYPED_TEST_P(ModelMatmul, EmptyProductsWriteNothing) {
   using Isa = typename TypeParam::isa;
   using E = typename TypeParam::elem;
@@ -337,6 +385,7 @@ TEST(ModelMatmulOrder, SpreadPanelVisitsEveryPanelOnceAndSpreadsTheFirstItems) {
 }
 
 REGISTER_TYPED_TEST_SUITE_P(ModelMatmul, MatchesDoubleReference, CrossoverTokenCounts,
+                            ManyProductsOfOneInputAreTheSingleProducts,
                             PrefetchTargetChangesNoValue, UnevenThreadSplits, GetRowIsTheDecodedRow,
                             ReusedWorkspaceGivesTheSameResult, EmptyProductsWriteNothing);
 

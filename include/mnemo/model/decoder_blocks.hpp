@@ -106,14 +106,14 @@ void add_rows(float* x, const float* y, std::size_t n, std::size_t width) {
   for (std::size_t t = 0; t < n; ++t) add_to<Isa>(x + t * width, y + t * width, width);
 }
 
-/// q, k, v = Wq h, Wk h, Wv h for the micro-batch's n tokens.
+/// q, k, v = Wq h, Wk h, Wv h for the micro-batch's n tokens (one group of products).
 template <simd::isa_tag Isa>
 void project_qkv(const weight& wq, const weight& wk, const weight& wv, std::size_t n,
                  const decoder_dims& d, decoder_activations& a, int n_threads) {
-  const float* h = a.h.data();
-  mul_mat<Isa>(wq, h, d.n_embd, n, a.q.data(), d.q_width(), n_threads, a.mm_ws);
-  mul_mat<Isa>(wk, h, d.n_embd, n, a.k.data(), d.k_width(), n_threads, a.mm_ws);
-  mul_mat<Isa>(wv, h, d.n_embd, n, a.v.data(), d.v_width(), n_threads, a.mm_ws);
+  const product_out qkv[] = {{&wq, a.q.data(), d.q_width()},
+                             {&wk, a.k.data(), d.k_width()},
+                             {&wv, a.v.data(), d.v_width()}};
+  mul_mat_many<Isa>(qkv, a.h.data(), d.n_embd, n, n_threads, a.mm_ws);
 }
 
 /// Attends a.q over layer l's views of micro-batch u into a.attn (the K/V of the
@@ -155,8 +155,8 @@ template <simd::isa_tag Isa, class Glu>
 void gated_ffn(const weight& gate, const weight& up, const weight& down, std::size_t n,
                const decoder_dims& d, decoder_activations& a, int n_threads, Glu glu) {
   const std::size_t E = d.n_embd, F = d.n_ff;
-  mul_mat<Isa>(gate, a.h.data(), E, n, a.gate.data(), F, n_threads, a.mm_ws);
-  mul_mat<Isa>(up, a.h.data(), E, n, a.up.data(), F, n_threads, a.mm_ws);
+  const product_out gate_up[] = {{&gate, a.gate.data(), F}, {&up, a.up.data(), F}};
+  mul_mat_many<Isa>(gate_up, a.h.data(), E, n, n_threads, a.mm_ws);
   parallel_for(n, n_threads,
                [&](std::size_t t, int) { glu(a.gate.data() + t * F, a.up.data() + t * F, F); });
   mul_mat<Isa>(down, a.gate.data(), F, n, a.tmp.data(), E, n_threads, a.mm_ws);

@@ -2,6 +2,9 @@
 //
 //   mul_mat<Isa>(w, x, x_stride, n_tok, y, y_stride, n_threads, ws)
 //       y[t] = W x[t] for t < n_tok:  [n_tok, n_in] f32 x W [n_out, n_in] -> [n_tok, n_out] f32
+//   mul_mat_many<Isa>(products, x, x_stride, n_tok, n_threads, ws)
+//       the same for several weights of one input (q, k, v; gate, up): one parallel region
+//       and one rounding of x for all of them, the same values as one mul_mat each
 //   get_row<Isa>(w, r, out)           out = float(row r of W)   (embedding lookup) [n_in]
 //
 // Rows of x and y are x_stride / y_stride floats apart. n_tok == 1 is decode (a
@@ -25,6 +28,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <span>
 #include <type_traits>
 
 #include "mnemo/base/aligned_buffer.hpp"
@@ -126,6 +130,97 @@ void round_through_q8_0(const float* x, float* dst, std::size_t n) noexcept {
     dtype::decode_row<Isa>(&q, dst + b, 32);
   }
 }
+
+/// q8_0 and q4_0: weights whose products take x rounded to q8_0.
+template <class E>
+inline constexpr bool is_quantised =
+    std::is_same_v<E, dtype::block_q8_0> || std::is_same_v<E, dtype::block_q4_0>;
+
+/// x as the products of weights of type E take it: for q8_0 / q4_0, rounded to q8_0 into
+/// ws.rounded_x (int8 == false), or left for the one-token 8-bit kernels, which pack it
+/// per thread (int8 == true); when the workspace cannot grow, x as it is (the product
+/// then differs by that rounding, ~1e-3 relative).
+struct product_input {
+  const float* x;
+  std::size_t x_stride;
+  bool int8 = false;
+};
+
+template <simd::isa_tag Isa, class E>
+product_input prepare_input(const float* x, std::size_t x_stride, std::size_t n_tok,
+                            std::size_t n_in, int nt, matmul_workspace& ws) {
+  product_input in{x, x_stride};
+  if constexpr (is_quantised<E>) {
+    if (ws.reserve_rounded_x(n_tok, n_in, nt).is_ok()) {
+      if constexpr (has_int8_decode<Isa>) in.int8 = n_tok == 1 && simd::detail::cpu().avx512_int8;
+      if (!in.int8) {
+        // token by token, on every thread for prefill
+        float* rx = ws.rounded_x.data();
+        const int round_threads = n_tok >= k_gemm_min_tokens ? nt : 1;
+        parallel_for(n_tok, round_threads, [&](std::size_t t, int) {
+          round_through_q8_0<Isa>(x + t * x_stride, rx + t * n_in, n_in);
+        });
+        in.x = rx;
+        in.x_stride = n_in;
+      }
+    }
+  }
+  return in;
+}
+
+/// Rows a streaming range of w starts and ends on (0 and n_out aside): whole 16-row
+/// tiles for a q4_0 weight with tiles under the one-token 8-bit kernel, else 4-row tiles.
+template <class E>
+std::size_t range_unit(const weight& w, bool int8) noexcept {
+  const bool tiled = std::is_same_v<E, dtype::block_q4_0> && int8 && w.tiles != nullptr;
+  return tiled ? k_q4_0_tile_rows : 4;
+}
+
+/// y rows [r0, r1) of W x, streaming: the one-token 8-bit kernels when in.int8 (from the
+/// tiles where w has them and the range holds whole tiles; `packed` is the thread's
+/// slice of ws.rounded_x), else the f32 streaming kernel. @pre r0 a multiple of
+/// range_unit, r1 too or n_out
+template <simd::isa_tag Isa, class E>
+void product_rows(const weight& w, std::size_t r0, std::size_t r1, const product_input& in,
+                  std::size_t n_tok, float* y, std::size_t y_stride, float* packed) noexcept {
+  const auto* base = reinterpret_cast<const unsigned char*>(w.data);
+  if constexpr (is_quantised<E> && has_int8_decode<Isa>) {
+    if (in.int8) {
+      std::size_t r = r0;  // rows from r on are read as rows
+      if (range_unit<E>(w, true) == k_q4_0_tile_rows && r1 - r0 >= k_q4_0_tile_rows) {
+        const std::size_t t0 = r0 / k_q4_0_tile_rows, t1 = r1 / k_q4_0_tile_rows;
+        int8_tile_decode<Isa>::gemv(
+            reinterpret_cast<const unsigned char*>(w.tiles) + r0 * w.row_bytes, t1 - t0,
+            w.n_in / 32, in.x, reinterpret_cast<int8_x_block*>(packed), y + r0);
+        r = t1 * k_q4_0_tile_rows;
+      }
+      if (r < r1)
+        int8_decode<Isa>::template gemv1<E>(base + r * w.row_bytes, w.row_bytes, r1 - r, w.n_in,
+                                            in.x, reinterpret_cast<int8_x_group*>(packed), y + r);
+      return;
+    }
+  }
+  matmul_kernels<Isa>::template gemv<E>(base + r0 * w.row_bytes, w.row_bytes, r1 - r0, w.n_in, in.x,
+                                        in.x_stride, n_tok, y + r0, y_stride);
+}
+
+/// Thread slot `part`'s slice of ws.rounded_x for the 8-bit kernels' packed x, or null
+/// when in does not take them.
+inline float* packed_x_slice(matmul_workspace& ws, const product_input& in, std::size_t part,
+                             std::size_t n_in) noexcept {
+  return in.int8 ? ws.rounded_x.data() + part * int8_x_floats(n_in) : nullptr;
+}
+
+/// Threads for a streaming product of `bytes` of weights: one per
+/// k_one_token_min_bytes_per_thread (one token) or k_decode_min_bytes_per_thread, at
+/// most nt.
+inline std::size_t streaming_parts(std::size_t bytes, std::size_t n_tok, int nt) noexcept {
+  const std::size_t min_bytes =
+      n_tok == 1 ? k_one_token_min_bytes_per_thread : k_decode_min_bytes_per_thread;
+  const std::size_t by_size = std::max<std::size_t>(1, bytes / min_bytes);
+  return std::min<std::size_t>(static_cast<std::size_t>(nt), by_size);
+}
+
 }  // namespace detail
 
 template <simd::isa_tag Isa = simd::native>
@@ -138,27 +233,8 @@ void mul_mat(const weight& w, const float* x, std::size_t x_stride, std::size_t 
   const int nt = n_threads <= 0 ? default_thread_count() : n_threads;
   const auto* base = reinterpret_cast<const unsigned char*>(w.data);
   dtype::visit(w.type, [&]<class E>(dtype::type_tag<E>) {
-    constexpr bool quantised =
-        std::is_same_v<E, dtype::block_q8_0> || std::is_same_v<E, dtype::block_q4_0>;
-    // Quantised weights take x rounded to q8_0; when the workspace cannot grow, x as it
-    // is (the product then differs by that rounding, ~1e-3 relative).
-    bool int8 = false;  // the 8-bit one-token kernel packs x per thread
-    if constexpr (quantised) {
-      if (ws.reserve_rounded_x(n_tok, w.n_in, nt).is_ok()) {
-        if constexpr (detail::has_int8_decode<Isa>)
-          int8 = n_tok == 1 && simd::detail::cpu().avx512_int8;
-        if (!int8) {
-          // token by token, on every thread for prefill
-          float* rx = ws.rounded_x.data();
-          const int round_threads = n_tok >= k_gemm_min_tokens ? nt : 1;
-          parallel_for(n_tok, round_threads, [&](std::size_t t, int) {
-            detail::round_through_q8_0<Isa>(x + t * x_stride, rx + t * w.n_in, w.n_in);
-          });
-          x = rx;
-          x_stride = w.n_in;
-        }
-      }
-    }
+    const detail::product_input in =
+        detail::prepare_input<Isa, E>(x, x_stride, n_tok, w.n_in, nt, ws);
     if (n_tok >= k_gemm_min_tokens && matmul_reserve<Isa>(ws, nt).is_ok()) {
       // Items: panels of k_nr outputs; with fewer panels than 2 per thread, also blocks
       // of tokens (each block packs the panel again, so only when threads would idle).
@@ -180,48 +256,81 @@ void mul_mat(const weight& w, const float* x, std::size_t x_stride, std::size_t 
         if (t0 >= t1) return;
         kernels::template gemm_panel<E>(
             base + o0 * w.row_bytes, w.row_bytes, std::min(nr, w.n_out - o0), w.n_in,
-            x + t0 * x_stride, x_stride, t1 - t0, y + t0 * y_stride + o0, y_stride,
+            in.x + t0 * in.x_stride, in.x_stride, t1 - t0, y + t0 * y_stride + o0, y_stride,
             scratch + static_cast<std::size_t>(thread) * kernels::gemm_scratch_floats);
       });
       return;
     }
-    // One contiguous range of whole 4-row tiles per thread (a static split: each thread
-    // streams one long range, which the prefetchers follow), and fewer threads when the
-    // matrix is too small to pay for waking one.
-    const std::size_t bytes = w.n_out * w.row_bytes;
-    const std::size_t min_bytes =
-        n_tok == 1 ? k_one_token_min_bytes_per_thread : k_decode_min_bytes_per_thread;
-    const std::size_t by_size = std::max<std::size_t>(1, bytes / min_bytes);
-    const std::size_t n_parts = std::min<std::size_t>(static_cast<std::size_t>(nt), by_size);
-    // q4_0 weights with tiles (one token, 8-bit kernel) split at whole tiles of 16 rows.
-    const bool tiled = std::is_same_v<E, dtype::block_q4_0> && int8 && w.tiles != nullptr;
-    const std::size_t unit = tiled ? k_q4_0_tile_rows : 4;
+    // One contiguous range of whole tiles (detail::range_unit) per thread (a static
+    // split: each thread streams one long range, which the prefetchers follow), and
+    // fewer threads when the matrix is too small to pay for waking one.
+    const std::size_t n_parts = detail::streaming_parts(w.n_out * w.row_bytes, n_tok, nt);
+    const std::size_t unit = detail::range_unit<E>(w, in.int8);
     const std::size_t n_units = (w.n_out + unit - 1) / unit;
     parallel_for(n_parts, static_cast<int>(n_parts), [&](std::size_t part, int) {
       const std::size_t r0 = n_units * part / n_parts * unit;
       const std::size_t r1 = std::min(w.n_out, n_units * (part + 1) / n_parts * unit);
       if (r0 >= r1) return;
-      if constexpr (quantised && detail::has_int8_decode<Isa>) {
-        if (int8) {
-          float* slice = ws.rounded_x.data() + part * detail::int8_x_floats(w.n_in);
-          std::size_t r = r0;  // rows from r on are read as rows
-          // r0 is a tile's first row; r1 too, or n_out (a range may hold no whole tile)
-          if (tiled && r1 - r0 >= k_q4_0_tile_rows) {
-            const std::size_t t0 = r0 / k_q4_0_tile_rows, t1 = r1 / k_q4_0_tile_rows;
-            detail::int8_tile_decode<Isa>::gemv(
-                reinterpret_cast<const unsigned char*>(w.tiles) + r0 * w.row_bytes, t1 - t0,
-                w.n_in / 32, x, reinterpret_cast<detail::int8_x_block*>(slice), y + r0);
-            r = t1 * k_q4_0_tile_rows;
-          }
-          if (r < r1)
-            detail::int8_decode<Isa>::template gemv1<E>(
-                base + r * w.row_bytes, w.row_bytes, r1 - r, w.n_in, x,
-                reinterpret_cast<detail::int8_x_group*>(slice), y + r);
-          return;
+      detail::product_rows<Isa, E>(w, r0, r1, in, n_tok, y, y_stride,
+                                   detail::packed_x_slice(ws, in, part, w.n_in));
+    });
+  });
+}
+
+/// One product of a mul_mat_many call: y = W x, rows of y y_stride floats apart.
+struct product_out {
+  const weight* w;
+  float* y;
+  std::size_t y_stride;
+};
+
+/// mul_mat for each of `products`, all of one input x (the same n_in and storage type,
+/// as q, k and v, or gate and up, are): below k_gemm_min_tokens the weights' rows are
+/// split over the threads as one sequence, so the group costs one parallel region, x is
+/// rounded once, and a small weight (k, v) is not streamed by one thread alone. The
+/// values are those of one mul_mat each. Products of other types or widths, and prefill,
+/// run one by one.
+template <simd::isa_tag Isa = simd::native>
+void mul_mat_many(std::span<const product_out> products, const float* x, std::size_t x_stride,
+                  std::size_t n_tok, int n_threads, matmul_workspace& ws) {
+  if (products.empty() || n_tok == 0) return;
+  const weight& w0 = *products.front().w;
+  bool alike = n_tok < k_gemm_min_tokens;
+  for (const product_out& p : products)
+    alike = alike && p.w->type == w0.type && p.w->n_in == w0.n_in;
+  if (!alike) {
+    for (const product_out& p : products)
+      mul_mat<Isa>(*p.w, x, x_stride, n_tok, p.y, p.y_stride, n_threads, ws);
+    return;
+  }
+  const int nt = n_threads <= 0 ? default_thread_count() : n_threads;
+  dtype::visit(w0.type, [&]<class E>(dtype::type_tag<E>) {
+    const detail::product_input in =
+        detail::prepare_input<Isa, E>(x, x_stride, n_tok, w0.n_in, nt, ws);
+    // The products' tiles (detail::range_unit) in order, as one sequence of units.
+    std::size_t n_units = 0, bytes = 0;
+    for (const product_out& p : products) {
+      MNEMO_DASSERT(x_stride >= p.w->n_in && p.y_stride >= p.w->n_out);
+      const std::size_t unit = detail::range_unit<E>(*p.w, in.int8);
+      n_units += (p.w->n_out + unit - 1) / unit;
+      bytes += p.w->n_out * p.w->row_bytes;
+    }
+    const std::size_t n_parts = detail::streaming_parts(bytes, n_tok, nt);
+    parallel_for(n_parts, static_cast<int>(n_parts), [&](std::size_t part, int) {
+      const std::size_t u0 = n_units * part / n_parts, u1 = n_units * (part + 1) / n_parts;
+      float* packed = detail::packed_x_slice(ws, in, part, w0.n_in);
+      std::size_t first = 0;  // the first unit of the product at hand
+      for (const product_out& p : products) {
+        const weight& w = *p.w;
+        const std::size_t unit = detail::range_unit<E>(w, in.int8);
+        const std::size_t units = (w.n_out + unit - 1) / unit;
+        const std::size_t a = std::max(u0, first), b = std::min(u1, first + units);
+        if (a < b) {
+          const std::size_t r0 = (a - first) * unit, r1 = std::min(w.n_out, (b - first) * unit);
+          detail::product_rows<Isa, E>(w, r0, r1, in, n_tok, p.y, p.y_stride, packed);
         }
+        first += units;
       }
-      kernels::template gemv<E>(base + r0 * w.row_bytes, w.row_bytes, r1 - r0, w.n_in, x, x_stride,
-                                n_tok, y + r0, y_stride);
     });
   });
 }
