@@ -1,6 +1,7 @@
-// bench/attention: decode (one query token, long f16 context) as a fraction of the
-// machine's read bandwidth, and prefill (512 causal queries) as a fraction of its FMA
-// peak, with 2 threads; plus the cost of exporting attention mass (null sink = none).
+// bench/attention: decode (one query token, long f16 context; BM_decode_q8_0 / _q4_0:
+// the same with quantised K/V) as a fraction of the machine's read bandwidth, and
+// prefill (512 causal queries) as a fraction of its FMA peak, with 2 threads; plus the
+// cost of exporting attention mass (null sink = none).
 #include <cmath>
 #include <cstdlib>
 #include <random>
@@ -17,12 +18,12 @@
 namespace {
 
 using namespace mnemo;
-using E = dtype::f16;
 const int k_threads = std::getenv("MNEMO_THREADS") ? std::atoi(std::getenv("MNEMO_THREADS")) : 2;
 constexpr std::size_t k_d = 128, k_head_kv = 8;
 
-/// One stream of n_cells f16 cells at positions 0..n-1, and n_tokens queries at the
-/// last positions (causal), all of sequence 0.
+/// One stream of n_cells cells of K/V type E at positions 0..n-1, and n_tokens queries
+/// at the last positions (causal), all of sequence 0.
+template <class E>
 struct setup {
   attention::shape sh;
   aligned_buffer<E> k, v;  // the library's buffer, as a KV cache holds them (huge pages)
@@ -36,10 +37,15 @@ struct setup {
     sh = {k_head_kv * group, k_head_kv, k_d, k_d};
     std::mt19937 rng(1);
     std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-    k = std::move(aligned_buffer<E>::make(n_cells * k_head_kv * k_d)).value();
+    const std::size_t row = dtype::blocks_in_row<E>(k_head_kv * k_d);  // elements per cell
+    k = std::move(aligned_buffer<E>::make(n_cells * row)).value();
     v = std::move(aligned_buffer<E>::make(k.size())).value();
-    for (auto& x : k) x = E::from_float(u(rng));
-    for (auto& x : v) x = E::from_float(u(rng));
+    std::vector<float> values(k_head_kv * k_d);
+    for (aligned_buffer<E>* kv : {&k, &v})
+      for (std::size_t c = 0; c < n_cells; ++c) {
+        for (float& x : values) x = u(rng);
+        dtype::encode_row<simd::native>(values.data(), kv->data() + c * row, values.size());
+      }
     cell_pos.resize(n_cells);
     for (std::size_t c = 0; c < n_cells; ++c) cell_pos[c] = static_cast<pos_t>(c);
     q.resize(n_tokens * sh.n_head * k_d);
@@ -49,13 +55,7 @@ struct setup {
       q_seq.push_back(0);
     }
     out.resize(n_tokens * sh.n_head * k_d);
-    seg = {k.data(),
-           v.data(),
-           k_head_kv * k_d * sizeof(E),
-           k_head_kv * k_d * sizeof(E),
-           cell_pos.data(),
-           nullptr,
-           n_cells};
+    seg = {k.data(), v.data(), row * sizeof(E), row * sizeof(E), cell_pos.data(), nullptr, n_cells};
   }
   attention::query_batch batch() const {
     return {q.data(), q_pos.size(), q_pos.data(), q_seq.data(), nullptr};
@@ -69,10 +69,10 @@ struct setup {
   }
 };
 
-template <class Sink>
+template <class Sink, class E = dtype::f16>
 void run(benchmark::State& state, std::size_t n_cells, std::size_t n_tokens, std::size_t group,
          bool with_export) {
-  setup s(n_cells, n_tokens, group);
+  setup<E> s(n_cells, n_tokens, group);
   attention::params p;
   p.scale = 1.0f / std::sqrt(static_cast<float>(k_d));
   const attention::kv_view view{std::span<const attention::kv_segment>(&s.seg, 1)};
@@ -105,6 +105,11 @@ void BM_decode(benchmark::State& state) {
   run<attention::null_sink>(state, static_cast<std::size_t>(state.range(0)), 1,
                             static_cast<std::size_t>(state.range(1)), false);
 }
+template <class E>
+void BM_decode_quantised(benchmark::State& state) {
+  run<attention::null_sink, E>(state, static_cast<std::size_t>(state.range(0)), 1,
+                               static_cast<std::size_t>(state.range(1)), false);
+}
 void BM_decode_export_mass(benchmark::State& state) {
   run<attention::mass_sink>(state, static_cast<std::size_t>(state.range(0)), 1,
                             static_cast<std::size_t>(state.range(1)), true);
@@ -120,6 +125,18 @@ BENCHMARK(BM_decode)
     ->ArgsProduct({{1024, 4096, 8192, 16384, 32768}, {1, 4}})
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
+void quantised_decode_shapes(benchmark::internal::Benchmark* b) {
+  b->ArgNames({"ctx", "gqa"})
+      ->ArgsProduct({{4096, 16384, 32768}, {1, 4}})
+      ->Unit(benchmark::kMicrosecond)
+      ->UseRealTime();
+}
+BENCHMARK_TEMPLATE(BM_decode_quantised, dtype::block_q8_0)
+    ->Name("BM_decode_q8_0")
+    ->Apply(quantised_decode_shapes);
+BENCHMARK_TEMPLATE(BM_decode_quantised, dtype::block_q4_0)
+    ->Name("BM_decode_q4_0")
+    ->Apply(quantised_decode_shapes);
 BENCHMARK(BM_decode_export_mass)
     ->ArgNames({"ctx", "gqa"})
     ->ArgsProduct({{16384}, {1, 4}})

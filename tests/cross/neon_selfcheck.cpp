@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <limits>
 #include <random>
 #include <vector>
@@ -263,6 +264,15 @@ void check_dtype_rows(const char* name, float step) {
   for (std::size_t i = 0; i < n; ++i)
     CHECK(std::fabs(yn[i] - ys[i]) <= 1e-6f * (1.0f + std::fabs(ys[i])),
           "%s axpy element %zu: neon %a scalar %a", name, i, yn[i], ys[i]);
+  if constexpr (dt::block_size_of < E >> 1) {  // the in-register decode of one vector
+    for (std::size_t i = 0; i < n; i += 4) {
+      float lanes[4];
+      dt::row_kernels<simd::neon>::store_lanes(en.data(), i, lanes);
+      for (std::size_t l = 0; l < 4; ++l)
+        CHECK(std::memcmp(&lanes[l], &dn[i + l], sizeof(float)) == 0,
+              "%s load_lanes element %zu: %a, decode %a", name, i + l, lanes[l], dn[i + l]);
+    }
+  }
   float out[rows];
   dt::dot_rows<simd::neon>(x.data(), es.data(), elems * sizeof(E), rows, n, out);
   for (std::size_t r = 0; r < rows; ++r) {
@@ -286,14 +296,15 @@ void check_dtype() { std::printf("note: mnemo/dtype/dtype.hpp not found, dtype n
 #endif
 
 // Attention on NEON against the double-precision reference: one decode-like and
-// one prefill-like call (dot form and GEMM form), f16 and q8_0 K/V, GQA 4.
+// one prefill-like call (dot form and GEMM form), f16, q8_0 and q4_0 K/V, GQA 4 (decode
+// head by head) and GQA 1 (decode in address order).
 template <class E>
-void check_attention_type(const char* name) {
+void check_attention_type(const char* name, std::size_t n_head_kv) {
   namespace at = mnemo::attention;
-  const at::shape sh{8, 2, 64, 64};
-  const std::size_t n_cells = 150, row = 2 * dt::blocks_in_row<E>(64);
+  const at::shape sh{8, n_head_kv, 64, 64};
+  const std::size_t n_cells = 150, row = n_head_kv * dt::blocks_in_row<E>(64);
   std::vector<E> k(n_cells * row), v(n_cells * row);
-  std::vector<float> tmp(128);
+  std::vector<float> tmp(n_head_kv * 64);
   std::uint32_t state = 12345;
   auto rnd = [&] {
     state = state * 1664525u + 1013904223u;
@@ -301,9 +312,9 @@ void check_attention_type(const char* name) {
   };
   for (std::size_t c = 0; c < n_cells; ++c) {
     for (auto& x : tmp) x = rnd();
-    dt::row_kernels<simd::scalar>::encode(tmp.data(), k.data() + c * row, 128);
+    dt::row_kernels<simd::scalar>::encode(tmp.data(), k.data() + c * row, n_head_kv * 64);
     for (auto& x : tmp) x = rnd();
-    dt::row_kernels<simd::scalar>::encode(tmp.data(), v.data() + c * row, 128);
+    dt::row_kernels<simd::scalar>::encode(tmp.data(), v.data() + c * row, n_head_kv * 64);
   }
   std::vector<mnemo::pos_t> cell_pos(n_cells);
   for (std::size_t c = 0; c < n_cells; ++c) cell_pos[c] = static_cast<mnemo::pos_t>(c);
@@ -326,14 +337,17 @@ void check_attention_type(const char* name) {
           name);
     for (std::size_t i = 0; i < out.size(); ++i)
       CHECK(std::fabs(out[i] - ref[i]) <= 5e-5f,
-            "%s attention %zu tokens, element %zu: neon %g reference %g", name, n_tokens, i, out[i],
-            ref[i]);
+            "%s attention %zu KV heads, %zu tokens, element %zu: neon %g reference %g", name,
+            n_head_kv, n_tokens, i, out[i], ref[i]);
   }
 }
 
 void check_attention() {
-  check_attention_type<dt::f16>("f16");
-  check_attention_type<dt::block_q8_0>("q8_0");
+  for (std::size_t n_head_kv : {std::size_t{2}, std::size_t{8}}) {
+    check_attention_type<dt::f16>("f16", n_head_kv);
+    check_attention_type<dt::block_q8_0>("q8_0", n_head_kv);
+    check_attention_type<dt::block_q4_0>("q4_0", n_head_kv);
+  }
 }
 
 // Weight products on NEON (decode GEMV, few-token tiles, packed prefill GEMM) against a

@@ -273,6 +273,33 @@ void check_axpy_rows() {
   }
 }
 
+/// q8_0 / q4_0: load_lanes, the in-register decode of one vector that attention's decode
+/// passes use, gives decode's values bit for bit at every vector of every row.
+template <class Isa, class E>
+void check_load_lanes() {
+  if constexpr (is_block<E>) {
+    constexpr std::size_t L = Isa::lanes_f32;
+    for (std::size_t n : lengths<Isa, E>()) {
+      for (std::size_t ro : row_offsets<E>()) {
+        const std::uint64_t seed = k_seed ^ (n * 139 + ro);
+        const std::vector<float> values = make_values(n, seed);
+        guarded_bytes row(dt::row_bytes_of<E>(n), ro);
+        ref_encode(values.data(), row.as<E>(), n);
+        float got[L];
+        for (std::size_t i = 0; i < n; i += L) {
+          dt::row_kernels<Isa>::store_lanes(row.as<const E>(), i, got);
+          for (std::size_t l = 0; l < L; ++l) {
+            const float want = ref_value(row.as<const E>(), i + l);
+            ASSERT_EQ(std::memcmp(&got[l], &want, sizeof(float)), 0)
+                << where(seed, n, 0, ro) << ": value " << i + l << ": got " << got[l] << " want "
+                << want;
+          }
+        }
+      }
+    }
+  }
+}
+
 // ---------------------------------------------------------------------- the suite
 
 template <class C>
@@ -302,10 +329,11 @@ TYPED_TEST_P(DtypeKernels, DotWithinBound) { MNEMO_DTYPE_CHECK_(check_dot); }
 TYPED_TEST_P(DtypeKernels, AxpyMatchesReference) { MNEMO_DTYPE_CHECK_(check_axpy); }
 TYPED_TEST_P(DtypeKernels, DotRowsMatchesDot) { MNEMO_DTYPE_CHECK_(check_dot_rows); }
 TYPED_TEST_P(DtypeKernels, AxpyRowsMatchesReference) { MNEMO_DTYPE_CHECK_(check_axpy_rows); }
+TYPED_TEST_P(DtypeKernels, LoadLanesIsTheDecode) { MNEMO_DTYPE_CHECK_(check_load_lanes); }
 
 REGISTER_TYPED_TEST_SUITE_P(DtypeKernels, EncodeMatchesReference, DecodeMatchesReference,
                             DotWithinBound, AxpyMatchesReference, DotRowsMatchesDot,
-                            AxpyRowsMatchesReference);
+                            AxpyRowsMatchesReference, LoadLanesIsTheDecode);
 
 #undef MNEMO_DTYPE_CHECK_
 

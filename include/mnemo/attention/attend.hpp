@@ -61,14 +61,14 @@ namespace detail {
 struct scratch_layout {
   std::size_t head_rows;  // rows x heads of the largest item
   std::size_t rows;       // rows of one head of the largest tile
-  std::size_t tokens, heads, dk, dv;
+  std::size_t tokens, dk, dv;
 
-  std::size_t group_rows() const { return k_block_cells > 4 * heads ? k_block_cells : 4 * heads; }
   // Both sizes are whole cache lines, so that no two threads' scratch share a line:
   // every block rewrites keep / keep_any / full (129 bytes for one token).
   std::size_t floats() const {
-    const std::size_t n = head_rows * (2 * dk + dv + 2 + k_block_cells) + group_rows() * (dk + dv) +
-                          dk * k_block_cells + 16 * 8;
+    // + up to 15 floats of rounding for each of the 8 arrays at()
+    const std::size_t n =
+        head_rows * (dk + dv + 2 + k_block_cells) + k_block_cells * (2 * dk + dv) + 16 * 8;
     return (n + 15) / 16 * 16;
   }
   std::size_t bytes() const { return ((tokens + 1) * k_block_cells + tokens + 63) / 64 * 64; }
@@ -80,14 +80,13 @@ struct scratch_layout {
     };
     scratch s;
     s.q = take(head_rows * dk);
-    s.qp = take(head_rows * dk);
     s.o = take(head_rows * dv);
     s.m = take(head_rows);
     s.l = take(head_rows);
     s.s = take(head_rows * k_block_cells);
-    s.kf = take(group_rows() * dk);
+    s.kf = take(k_block_cells * dk);
     s.kt = take(dk * k_block_cells);
-    s.vf = take(group_rows() * dv);
+    s.vf = take(k_block_cells * dv);
     s.keep = b;
     s.keep_any = b + tokens * k_block_cells;
     s.full = s.keep_any + k_block_cells;
@@ -166,8 +165,7 @@ status attend(const shape& sh, const params& p, const query_batch& q,
   const bool split = ws.items.size() != base_items;
 
   // Memory: per-thread scratch, final lse per row, and partial states when split.
-  const detail::scratch_layout lay{max_head_rows, max_rows, tokens_per_tile,
-                                   sh.n_head_kv,  sh.d_k,   dv};
+  const detail::scratch_layout lay{max_head_rows, max_rows, tokens_per_tile, sh.d_k, dv};
   const std::size_t per_thread = lay.floats();
   std::size_t partial_floats = 0;
   if (split) {

@@ -11,8 +11,9 @@
 // of four heads x four rows needed 20 and read cell rows straight from DRAM), P.V with
 // the outputs in registers across the block's cells. Against the per-cell K pass:
 // +8-10% of the read bandwidth measured in the same moments at 16k and 32k cells
-// (docs/performance.md, "Decode: Q.K head by head from cache"). Quantised K keeps the
-// per-cell pass: each cell row is decoded once for all heads (cell_logits).
+// (docs/performance.md, "Decode: Q.K head by head from cache"). Every K/V type is read
+// this way: q8_0 and q4_0 vectors are decoded in registers as they are loaded
+// (load_row), about twice as fast as decoding each cell row into a buffer first.
 //
 // With one query row per KV head (GQA 1, one token) there is no tile of rows to share a
 // K or V vector, and the head-by-head order costs more than it saves: all its DRAM
@@ -25,103 +26,6 @@
 // "Session 12"). With four rows the per-cell P.V, whose output rows cannot stay in
 // registers, costs more than it saves (an in-cache cell 1.8x slower).
 // Included after tile_math.inl and block_steps.inl; @pre d_k % L == 0, d_v % L == 0.
-
-/// s[hh * s_head + rr * s_row] = q[hh, rr] . k_hh for HH heads of one cell row
-/// (heads `k_head` elements apart) and RR rows per head. q is packed
-/// [d_k / L][HH][RR][L], so every query vector is at a constant offset from one
-/// pointer: with 16 separate row pointers GCC ran out of registers (measured).
-template <class RE, std::size_t HH, std::size_t RR>
-static MNEMO_INLINE void cell_tile(const float* qp, std::size_t dk, const RE* k, std::size_t k_head,
-                                   float* s, std::size_t s_head, std::size_t s_row) noexcept {
-  vf acc[HH][RR];
-#pragma GCC unroll 4
-  for (std::size_t h = 0; h < HH; ++h)
-#pragma GCC unroll 4
-    for (std::size_t r = 0; r < RR; ++r) acc[h][r] = V::zero();
-  for (std::size_t i = 0; i < dk; i += L, qp += HH * RR * L) {
-#pragma GCC unroll 4
-    for (std::size_t h = 0; h < HH; ++h) {
-      const vf kv = load_row(k + h * k_head, i);
-#pragma GCC unroll 4
-      for (std::size_t r = 0; r < RR; ++r)
-        acc[h][r] = V::fma(V::load(qp + (h * RR + r) * L), kv, acc[h][r]);
-    }
-  }
-  float tmp[4];
-#pragma GCC unroll 4
-  for (std::size_t r = 0; r < RR; ++r) {
-    if constexpr (HH == 4) {
-      reduce_add4<vf>(acc[0][r], acc[1][r], acc[2][r], acc[3][r], tmp);
-    } else {
-#pragma GCC unroll 4
-      for (std::size_t h = 0; h < HH; ++h) tmp[h] = V::reduce_add(acc[h][r]);
-    }
-#pragma GCC unroll 4
-    for (std::size_t h = 0; h < HH; ++h) s[h * s_head + r * s_row] = tmp[h];
-  }
-}
-
-template <class RE, std::size_t HH>
-static MNEMO_INLINE void cell_tile_r(std::size_t RR, const float* qp, std::size_t dk, const RE* k,
-                                     std::size_t k_head, float* s, std::size_t s_head,
-                                     std::size_t s_row) noexcept {
-  switch (RR) {
-    case 1: cell_tile<RE, HH, 1>(qp, dk, k, k_head, s, s_head, s_row); break;
-    case 2: cell_tile<RE, HH, 2>(qp, dk, k, k_head, s, s_head, s_row); break;
-    case 3: cell_tile<RE, HH, 3>(qp, dk, k, k_head, s, s_head, s_row); break;
-    default: cell_tile<RE, HH, 4>(qp, dk, k, k_head, s, s_head, s_row); break;
-  }
-}
-
-/// Calls fn(h0, HH, r0, RR, packed offset) for the (<= 4 heads) x (<= 4 rows) tiles
-/// of H heads x R rows, in the order pack_queries lays them out.
-template <class Fn>
-static MNEMO_INLINE void for_each_query_tile(std::size_t H, std::size_t R, std::size_t dk,
-                                             Fn&& fn) {
-  std::size_t off = 0;
-  for (std::size_t h0 = 0; h0 < H; h0 += 4) {
-    const std::size_t HH = H - h0 < 4 ? H - h0 : 4;
-    for (std::size_t r0 = 0; r0 < R; r0 += 4) {
-      const std::size_t RR = R - r0 < 4 ? R - r0 : 4;
-      fn(h0, HH, r0, RR, off);
-      off += HH * RR * dk;
-    }
-  }
-}
-
-/// qp = q [H, R, d_k] packed tile by tile as [d_k / L][HH][RR][L] for cell_tile.
-static void pack_queries(const float* q, std::size_t H, std::size_t R, std::size_t dk,
-                         float* qp) noexcept {
-  for_each_query_tile(
-      H, R, dk,
-      [&](std::size_t h0, std::size_t HH, std::size_t r0, std::size_t RR, std::size_t off) {
-        float* t = qp + off;
-        for (std::size_t i = 0; i < dk; i += L)
-          for (std::size_t h = 0; h < HH; ++h)
-            for (std::size_t r = 0; r < RR; ++r, t += L)
-              for (std::size_t x = 0; x < L; ++x) t[x] = q[((h0 + h) * R + r0 + r) * dk + i + x];
-      });
-}
-
-/// w.s[(h * R + r) * Bc + j] = q[h, r] . k_h for the H heads of one cell row k and
-/// the R rows of each head (qp: pack_queries of [H, R, d_k]).
-template <class RE>
-static void cell_logits(const float* qp, std::size_t H, std::size_t R, std::size_t dk, const RE* k,
-                        std::size_t k_head, float* s, std::size_t j) noexcept {
-  constexpr std::size_t Bc = detail::k_block_cells;
-  for_each_query_tile(
-      H, R, dk,
-      [&](std::size_t h0, std::size_t HH, std::size_t r0, std::size_t RR, std::size_t off) {
-        const RE* kt = k + h0 * k_head;
-        float* st = s + (h0 * R + r0) * Bc + j;
-        switch (HH) {
-          case 1: cell_tile_r<RE, 1>(RR, qp + off, dk, kt, k_head, st, R * Bc, Bc); break;
-          case 2: cell_tile_r<RE, 2>(RR, qp + off, dk, kt, k_head, st, R * Bc, Bc); break;
-          case 3: cell_tile_r<RE, 3>(RR, qp + off, dk, kt, k_head, st, R * Bc, Bc); break;
-          default: cell_tile_r<RE, 4>(RR, qp + off, dk, kt, k_head, st, R * Bc, Bc); break;
-        }
-      });
-}
 
 /// s[r * Bc + j] = q[r] . k_j for the R rows of one KV head and its kept cells js
 /// (krow[x]: cell js[x]'s row of that head), in tiles of four rows x four cells: each
@@ -152,41 +56,20 @@ MNEMO_NOINLINE static void head_logits(const float* q, std::size_t R, std::size_
   pf = cur;
 }
 
-/// o[h, r] += p[h, r, j] * v_h for the H heads of one cell row v and the R rows of
-/// each head (o: [H, R, d_v]); each V vector is loaded once for the R rows.
-template <class RE>
-static void cell_values(const float* s, std::size_t H, std::size_t R, std::size_t dv, const RE* v,
-                        std::size_t v_head, float* o, std::size_t j) noexcept {
-  constexpr std::size_t Bc = detail::k_block_cells;
-  for (std::size_t h = 0; h < H; ++h) {
-    const RE* vh = v + h * v_head;
-    for (std::size_t r0 = 0; r0 < R; r0 += 4) {
-      const std::size_t RR = R - r0 < 4 ? R - r0 : 4;
-      vf p[4];
-      for (std::size_t r = 0; r < RR; ++r) p[r] = V::set1(s[(h * R + r0 + r) * Bc + j]);
-      float* oh = o + (h * R + r0) * dv;
-      for (std::size_t i = 0; i < dv; i += L) {
-        const vf x = load_row(vh, i);
-        for (std::size_t r = 0; r < RR; ++r)
-          V::store(oh + r * dv + i, V::fma(p[r], x, V::load(oh + r * dv + i)));
-      }
-    }
-  }
-}
-
 /// s[h * Bc + j] = q_h . k_h for the H heads of one cell row k, one query row per head
 /// (q: [H, d_k]), four heads at a time: the address-order K pass.
 template <class RE>
 MNEMO_NOINLINE static void cell_dots_one_row(const float* q, std::size_t H, std::size_t dk,
                                              const RE* k, float* s, std::size_t j) noexcept {
   constexpr std::size_t Bc = detail::k_block_cells;
+  const std::size_t kh = dtype::blocks_in_row<RE>(dk);  // elements of one head's row
   std::size_t h0 = 0;
   for (; h0 + 4 <= H; h0 += 4) {
     vf acc[4] = {V::zero(), V::zero(), V::zero(), V::zero()};
     for (std::size_t i = 0; i < dk; i += L)
 #pragma GCC unroll 4
       for (std::size_t h = 0; h < 4; ++h)
-        acc[h] = V::fma(V::load(q + (h0 + h) * dk + i), load_row(k + (h0 + h) * dk, i), acc[h]);
+        acc[h] = V::fma(V::load(q + (h0 + h) * dk + i), load_row(k + (h0 + h) * kh, i), acc[h]);
     float tmp[4];
     reduce_add4<vf>(acc[0], acc[1], acc[2], acc[3], tmp);
     for (std::size_t h = 0; h < 4; ++h) s[(h0 + h) * Bc + j] = tmp[h];
@@ -194,7 +77,7 @@ MNEMO_NOINLINE static void cell_dots_one_row(const float* q, std::size_t H, std:
   for (; h0 < H; ++h0) {
     vf acc = V::zero();
     for (std::size_t i = 0; i < dk; i += L)
-      acc = V::fma(V::load(q + h0 * dk + i), load_row(k + h0 * dk, i), acc);
+      acc = V::fma(V::load(q + h0 * dk + i), load_row(k + h0 * kh, i), acc);
     s[h0 * Bc + j] = V::reduce_add(acc);
   }
 }
@@ -205,9 +88,10 @@ template <class RE>
 MNEMO_NOINLINE static void cell_values_one_row(const float* s, std::size_t H, std::size_t dv,
                                                const RE* v, float* o, std::size_t j) noexcept {
   constexpr std::size_t Bc = detail::k_block_cells;
+  const std::size_t vh_elems = dtype::blocks_in_row<RE>(dv);  // elements of one head's row
   for (std::size_t h = 0; h < H; ++h) {
     const vf p = V::set1(s[h * Bc + j]);
-    const RE* vh = v + h * dv;
+    const RE* vh = v + h * vh_elems;
     float* oh = o + h * dv;
 #pragma GCC unroll 8
     for (std::size_t i = 0; i < dv; i += L)
@@ -220,20 +104,6 @@ static MNEMO_INLINE void prefetch_rows(const void* p, std::size_t n) noexcept {
   const char* b = static_cast<const char*>(p);
   const simd::prefetch_target t = simd::current_prefetch_target();
   for (std::size_t i = 0; i < n; i += 64) simd::prefetch(b + i, t);
-}
-
-/// A cell row of the item's heads: in place for f32/f16/bf16, else decoded into buf.
-template <class E>
-static auto cell_row(const void* base, std::size_t stride, std::size_t cell, std::size_t offset,
-                     std::size_t n, float* buf) noexcept {
-  if constexpr (is_read_in_place<E>) {
-    (void)n;
-    (void)buf;
-    return head_row<E>(base, stride, cell, offset);
-  } else {
-    rows::decode(head_row<E>(base, stride, cell, offset), buf, n);
-    return static_cast<const float*>(buf);
-  }
 }
 
 /// How far ahead of a pass that reads cell rows in address order its prefetches run:
@@ -283,22 +153,20 @@ struct item_rows {
   }
 };
 
-/// The K pass head by head from cache, while this block's V rows (when read in place)
-/// are prefetched in address order, spread over its tiles.
-template <class KE, class VE>
+/// The K pass head by head from cache, while this block's V rows are prefetched in
+/// address order, spread over its tiles.
+template <class KE>
 static void logits_by_head(const detail::call& c, const item_rows& rows, std::size_t j0,
                            const std::uint32_t* js, std::size_t n_js, std::size_t H, std::size_t R,
                            const detail::scratch& w) noexcept {
   constexpr std::size_t Bc = detail::k_block_cells;
   const std::size_t dk = c.sh.d_k;
   prefetch_cursor vpf;
-  if constexpr (is_read_in_place<VE>) {
-    vpf.p = rows.v + (j0 + js[0]) * rows.v_stride;
-    vpf.end = rows.v + (j0 + js[n_js - 1]) * rows.v_stride + rows.v_bytes;
-    const std::size_t lines = static_cast<std::size_t>(vpf.end - vpf.p + 63) / 64;
-    const std::size_t steps = H * ((n_js + 3) / 4) * ((R + 3) / 4);
-    vpf.per_step = (lines + steps - 1) / steps;
-  }
+  vpf.p = rows.v + (j0 + js[0]) * rows.v_stride;
+  vpf.end = rows.v + (j0 + js[n_js - 1]) * rows.v_stride + rows.v_bytes;
+  const std::size_t lines = static_cast<std::size_t>(vpf.end - vpf.p + 63) / 64;
+  const std::size_t steps = H * ((n_js + 3) / 4) * ((R + 3) / 4);
+  vpf.per_step = (lines + steps - 1) / steps;
   const KE* krow[Bc];
   for (std::size_t h = 0; h < H; ++h) {
     for (std::size_t x = 0; x < n_js; ++x)
@@ -308,23 +176,8 @@ static void logits_by_head(const detail::call& c, const item_rows& rows, std::si
   }
 }
 
-/// The K pass cell by cell, each row decoded once for all heads (quantised K); for V
-/// read in place by head, each cell's V row is prefetched as its K row is read.
-template <class KE, class VE>
-static void logits_by_cell(const detail::call& c, const item_rows& rows, std::size_t j0,
-                           const std::uint32_t* js, std::size_t n_js, std::size_t H, std::size_t R,
-                           const detail::scratch& w) noexcept {
-  const std::size_t dk = c.sh.d_k;
-  for (std::size_t x = 0; x < n_js; ++x) {
-    const std::size_t cell = j0 + js[x];
-    if constexpr (is_read_in_place<VE>) prefetch_rows(rows.v + cell * rows.v_stride, rows.v_bytes);
-    const float* k = cell_row<KE>(rows.k, rows.k_stride, cell, 0, H * dk, w.kf);
-    cell_logits(w.qp, H, R, dk, k, dk, w.s, js[x]);
-  }
-}
-
-/// The K pass in address order, one query row per head, K read in place; its
-/// prefetches run into this block's V rows.
+/// The K pass in address order, one query row per head; its prefetches run into this
+/// block's V rows.
 template <class KE>
 static void logits_in_address_order(const detail::call& c, const item_rows& rows, std::size_t j0,
                                     const std::uint32_t* js, std::size_t n_js, std::size_t H,
@@ -373,20 +226,8 @@ static void values_by_head(const detail::call& c, const item_rows& rows, std::si
   }
 }
 
-/// The V pass cell by cell, each row decoded once for all heads (quantised V).
-template <class VE>
-static void values_by_cell(const detail::call& c, const item_rows& rows, std::size_t j0,
-                           const std::uint32_t* js, std::size_t n_js, std::size_t H, std::size_t R,
-                           const detail::scratch& w) noexcept {
-  const std::size_t dv = c.sh.d_v;
-  for (std::size_t x = 0; x < n_js; ++x) {
-    const float* v = cell_row<VE>(rows.v, rows.v_stride, j0 + js[x], 0, H * dv, w.vf);
-    cell_values(w.s, H, R, dv, v, dv, w.o, js[x]);
-  }
-}
-
-/// The V pass in address order, one query row per head, V read in place; its
-/// prefetches run into the next block's K rows (next_cells of them).
+/// The V pass in address order, one query row per head; its prefetches run into the
+/// next block's K rows (next_cells of them).
 template <class VE>
 static void values_in_address_order(const detail::call& c, const item_rows& rows, std::size_t j0,
                                     const std::uint32_t* js, std::size_t n_js, std::size_t H,
@@ -441,14 +282,12 @@ static void run_decode_item(const detail::call& c, const detail::item& it,
                             const detail::scratch& w) noexcept {
   constexpr std::size_t Bc = detail::k_block_cells;
   const detail::tile& t = *it.t;
-  const std::size_t g = c.sh.group(), dk = c.sh.d_k, dv = c.sh.d_v, R = t.count * g;
+  const std::size_t g = c.sh.group(), dv = c.sh.d_v, R = t.count * g;
   const std::size_t h0 = it.head_begin, H = it.head_end - it.head_begin;
-  // In-place K and V are read head by head from cache, or with one row per head
-  // (nothing for rows to share) cell by cell in address order (top of this file).
-  constexpr bool in_place = is_read_in_place<KE> && is_read_in_place<VE>;
-  const bool by_address = in_place && R == 1;
+  // K and V are read head by head from cache, or with one row per head (nothing for
+  // rows to share) cell by cell in address order (top of this file).
+  const bool by_address = R == 1;
   gather_queries(c, it, w.q);
-  if constexpr (!is_read_in_place<KE>) pack_queries(w.q, H, R, dk, w.qp);  // for cell_logits
   for (std::size_t i = 0; i < H * R * dv; ++i) w.o[i] = 0.0f;
   for (std::size_t r = 0; r < H * R; ++r) {
     w.m[r] = -__builtin_inff();
@@ -465,16 +304,11 @@ static void run_decode_item(const detail::call& c, const detail::item& it,
                    }
                    const item_rows rows(c, seg, h0, H);
                    const std::size_t next_cells = next_block_cells(it, seg, j0, cell0);
-                   if (!k_ahead && is_read_in_place<KE>)
-                     prefetch_first_k(rows, j0, js, n_js, by_address);
-                   if (by_address) {
-                     if constexpr (in_place)
-                       logits_in_address_order<KE>(c, rows, j0, js, n_js, H, w);
-                   } else if constexpr (is_read_in_place<KE>) {
-                     logits_by_head<KE, VE>(c, rows, j0, js, n_js, H, R, w);
-                   } else {
-                     logits_by_cell<KE, VE>(c, rows, j0, js, n_js, H, R, w);
-                   }
+                   if (!k_ahead) prefetch_first_k(rows, j0, js, n_js, by_address);
+                   if (by_address)
+                     logits_in_address_order<KE>(c, rows, j0, js, n_js, H, w);
+                   else
+                     logits_by_head<KE>(c, rows, j0, js, n_js, H, R, w);
                    // Mask, soft-cap and the online softmax of every (head, row).
                    for (std::size_t h = 0; h < H; ++h)
                      for (std::size_t ti = 0; ti < t.count; ++ti)
@@ -485,14 +319,10 @@ static void run_decode_item(const detail::call& c, const detail::item& it,
                          const float alpha = softmax_block(s, nb, w.m[r], w.l[r]);
                          if (alpha != 1.0f) scale_row(w.o + r * dv, dv, alpha);
                        }
-                   if (by_address) {
-                     if constexpr (in_place)
-                       values_in_address_order<VE>(c, rows, j0, js, n_js, H, next_cells, w);
-                   } else if constexpr (is_read_in_place<VE>) {
+                   if (by_address)
+                     values_in_address_order<VE>(c, rows, j0, js, n_js, H, next_cells, w);
+                   else
                      values_by_head<VE>(c, rows, j0, js, n_js, H, R, next_cells, w);
-                   } else {
-                     values_by_cell<VE>(c, rows, j0, js, n_js, H, R, w);
-                   }
-                   k_ahead = is_read_in_place<VE> && next_cells != 0;
+                   k_ahead = next_cells != 0;
                  });
 }

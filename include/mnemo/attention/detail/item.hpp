@@ -31,14 +31,13 @@ struct tile {
 /// Per-thread scratch, sized for the largest item (R rows per head, H heads).
 struct scratch {
   float* q;                // [H, R, d_k]  gathered queries
-  float* qp;               // [H, R, d_k]  the same, packed for the decode tiles
   float* o;                // [H, R, d_v]  running numerators
   float* m;                // [H, R]
   float* l;                // [H, R]
   float* s;                // [H, R, k_block_cells]  logits, then probabilities
-  float* kf;               // [max(k_block_cells, 4 H), d_k]  decoded K rows
+  float* kf;               // [k_block_cells, d_k]  decoded K rows (prefill)
   float* kt;               // [d_k, k_block_cells]  transposed K block (GEMM form)
-  float* vf;               // [max(k_block_cells, 4 H), d_v]  decoded V rows
+  float* vf;               // [k_block_cells, d_v]  decoded V rows (prefill)
   std::uint8_t* keep;      // [tokens, k_block_cells]: token keeps cell
   std::uint8_t* full;      // [tokens]: token keeps every cell of the block
   std::uint8_t* keep_any;  // [k_block_cells]: some token keeps cell

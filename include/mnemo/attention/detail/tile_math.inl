@@ -81,16 +81,21 @@ static void gemm_acc(std::size_t M, std::size_t N, std::size_t K, const float* A
   }
 }
 
-/// A vector of L values of row `row` from element i on; RE is f32, f16 or bf16.
+/// A vector of L values of row `row` from element i on (i % L == 0): loaded in place
+/// for f32, f16 and bf16, decoded in registers for q8_0 and q4_0 (the values
+/// dtype's decode gives, bit for bit).
 template <class RE>
 static MNEMO_INLINE vf load_row(const RE* row, std::size_t i) noexcept {
   if constexpr (std::is_same_v<RE, float>) {
     return V::load(row + i);
   } else if constexpr (std::is_same_v<RE, dtype::f16>) {
     return V::load_f16(&row[i].bits);
-  } else {
-    static_assert(std::is_same_v<RE, dtype::bf16>, "load_row: f32, f16 or bf16 rows only");
+  } else if constexpr (std::is_same_v<RE, dtype::bf16>) {
     return V::load_bf16(&row[i].bits);
+  } else {
+    static_assert(std::is_same_v<RE, dtype::block_q8_0> || std::is_same_v<RE, dtype::block_q4_0>,
+                  "load_row: a K/V element type");
+    return rows::load_lanes(row, i);
   }
 }
 

@@ -67,6 +67,17 @@ struct block_codes<simd::scalar> {
     }
   }
 
+  /// One vector of q8_0 codes as f32: the lanes codes at qs.
+  static MNEMO_INLINE vf q8_lanes(const std::int8_t* qs) noexcept {
+    return static_cast<float>(qs[0]);
+  }
+
+  /// One vector of a q4_0 block's codes minus 8 as f32: elements e .. e + lanes - 1
+  /// (e < 16: low nibbles of bytes e.., else high nibbles of bytes e - 16..).
+  static MNEMO_INLINE vf q4_lanes(const std::uint8_t* qs, std::size_t e) noexcept {
+    return static_cast<float>((e < 16 ? qs[e] & 0x0f : qs[e - 16] >> 4) - 8);
+  }
+
   /// The 32 decoded values d * (code - 8) of a q4_0 block (exact products).
   static MNEMO_INLINE void q4_values(const std::uint8_t* qs, vf d, vf (&v)[32]) noexcept {
     q4(qs, v);

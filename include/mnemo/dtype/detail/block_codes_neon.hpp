@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 #include <arm_neon.h>
 
@@ -58,6 +59,28 @@ struct block_codes<simd::neon> {
     const int8x16_t eight = vdupq_n_s8(8);
     widen(vsubq_s8(vreinterpretq_s8_u8(vandq_u8(b, vdupq_n_u8(0x0f))), eight), c);
     widen(vsubq_s8(vreinterpretq_s8_u8(vshrq_n_u8(b, 4)), eight), c + 4);
+  }
+
+  // 4 bytes into the low lanes of a vector (a 4-byte copy: the bytes after them may be
+  // past the row)
+  static MNEMO_INLINE uint8x8_t four_bytes(const void* p) noexcept {
+    std::uint32_t w;
+    std::memcpy(&w, p, sizeof w);
+    return vreinterpret_u8_u32(vdup_n_u32(w));
+  }
+
+  // 4 int8 -> [4] f32
+  static MNEMO_INLINE vf q8_lanes(const std::int8_t* qs) noexcept {
+    const int16x8_t h = vmovl_s8(vreinterpret_s8_u8(four_bytes(qs)));
+    return vcvtq_f32_s32(vmovl_s16(vget_low_s16(h)));
+  }
+
+  // elements e..e+3 of a block (see the scalar contract)
+  static MNEMO_INLINE vf q4_lanes(const std::uint8_t* qs, std::size_t e) noexcept {
+    const uint8x8_t b = four_bytes(qs + e % 16);
+    const uint8x8_t c = e < 16 ? vand_u8(b, vdup_n_u8(0x0f)) : vshr_n_u8(b, 4);
+    const int16x8_t h = vsubq_s16(vreinterpretq_s16_u16(vmovl_u8(c)), vdupq_n_s16(8));
+    return vcvtq_f32_s32(vmovl_s16(vget_low_s16(h)));
   }
 
   static MNEMO_INLINE void q4_values(const std::uint8_t* qs, vf d, vf (&v)[8]) noexcept {

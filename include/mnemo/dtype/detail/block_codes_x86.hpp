@@ -71,6 +71,21 @@ struct block_codes<simd::avx2> {
     c[3] = _mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_srli_epi32(w1, 4), eight));
   }
 
+  // 8 int8 -> [8] f32
+  static MNEMO_INLINE vf q8_lanes(const std::int8_t* qs) noexcept {
+    return _mm256_cvtepi32_ps(
+        _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(qs))));
+  }
+
+  // elements e..e+7 of a block (see the scalar contract): 8 bytes, low or high nibbles
+  static MNEMO_INLINE vf q4_lanes(const std::uint8_t* qs, std::size_t e) noexcept {
+    const __m256i w =
+        _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(qs + e % 16)));
+    const __m256i c =
+        e < 16 ? _mm256_and_si256(w, _mm256_set1_epi32(0x0f)) : _mm256_srli_epi32(w, 4);
+    return _mm256_cvtepi32_ps(_mm256_sub_epi32(c, _mm256_set1_epi32(8)));
+  }
+
   static MNEMO_INLINE void q4_values(const std::uint8_t* qs, vf d, vf (&v)[4]) noexcept {
     q4(qs, v);
     for (vf& x : v) x = _mm256_mul_ps(d, x);
@@ -156,6 +171,20 @@ struct block_codes<simd::avx512> {
     c[0] =
         _mm512_cvtepi32_ps(_mm512_sub_epi32(_mm512_and_si512(w, _mm512_set1_epi32(0x0f)), eight));
     c[1] = _mm512_cvtepi32_ps(_mm512_sub_epi32(_mm512_srli_epi32(w, 4), eight));
+  }
+
+  // 16 int8 -> [16] f32
+  static MNEMO_INLINE vf q8_lanes(const std::int8_t* qs) noexcept {
+    return _mm512_cvtepi32_ps(
+        _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qs))));
+  }
+
+  // elements e..e+15 of a block (e 0 or 16; see the scalar contract)
+  static MNEMO_INLINE vf q4_lanes(const std::uint8_t* qs, std::size_t e) noexcept {
+    const __m512i w = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qs)));
+    const __m512i c =
+        e < 16 ? _mm512_and_si512(w, _mm512_set1_epi32(0x0f)) : _mm512_srli_epi32(w, 4);
+    return _mm512_cvtepi32_ps(_mm512_sub_epi32(c, _mm512_set1_epi32(8)));
   }
 
   // vpermps reads only the low 4 bits of each index lane, so a 16-entry table of

@@ -51,6 +51,18 @@ static void decode(const block_q4_0* MNEMO_RESTRICT src, float* MNEMO_RESTRICT d
   }
 }
 
+/// Values [i, i + lanes) of a q4_0 row as decode gives them (d * (code - 8)), in
+/// registers: for kernels that use each vector as they load it. @pre i % lanes == 0
+static MNEMO_INLINE vf load_lanes(const block_q4_0* row, std::size_t i) noexcept {
+  const block_q4_0& b = row[i / k_q4_0_block];
+  return V::mul(C::splat_scale(b.d), C::q4_lanes(b.qs, i % k_q4_0_block));
+}
+
+/// out[0, lanes) = load_lanes(row, i), callable from outside the target region (tests).
+static void store_lanes(const block_q4_0* row, std::size_t i, float* out) noexcept {
+  V::store(out, load_lanes(row, i));
+}
+
 /// sum_j x[j] * (code[j] - 8) over one block, as a vector of partial sums (two chains).
 static MNEMO_INLINE vf block_dot_q4_(const float* x, const block_q4_0& blk) noexcept {
   vf c[q4_vecs_];
