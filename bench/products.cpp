@@ -63,14 +63,13 @@ weight_bytes make_weight_bytes(std::size_t bytes) {
 }
 
 /// Weights of type E and their storage: random rows, or copies of another weight's bytes
-/// at other addresses (only the DRAM traffic matters); `tiled` (q4_0): each weight with its
-/// tiles, as models load them (q4_0_tiles.hpp), on pages of the same kind as the rows.
+/// at other addresses (only the DRAM traffic matters); attach_tiles (q4_0): every weight
+/// with its tiles, as models load them (q4_0_tiles.hpp: one reserved buffer).
 template <class E>
 struct weight_store {
   std::vector<weight_bytes> bufs;
-  std::vector<weight_bytes> tiles;
   std::vector<model::weight> ws;
-  bool tiled = false;
+  model::weight_tiles tiles;
 
   void add_random(std::size_t n_in, std::size_t n_out, std::mt19937& rng) {
     std::uniform_real_distribution<float> u(-1.0f, 1.0f);
@@ -89,6 +88,12 @@ struct weight_store {
     std::memcpy(bufs.back().get(), w.data, w.n_bytes());
     finish(w.n_in, w.n_out);
   }
+  void attach_tiles() {
+    std::size_t bytes = 0;
+    for (const model::weight& w : ws) bytes += (model::q4_0_tiles_bytes(w) + 63) / 64 * 64;
+    tiles.reserve(bytes);
+    for (model::weight& w : ws) tiles.attach(w);
+  }
 
  private:
   void finish(std::size_t n_in, std::size_t n_out) {
@@ -98,11 +103,6 @@ struct weight_store {
     w.n_out = n_out;
     w.row_bytes = dtype::row_bytes_of<E>(n_in);
     w.data = bufs.back().get();
-    if (tiled) {
-      tiles.push_back(make_weight_bytes(model::q4_0_tiles_bytes(w)));
-      model::interleave_q4_0(w, tiles.back().get());
-      w.tiles = tiles.back().get();
-    }
     ws.push_back(w);
   }
 };
@@ -122,9 +122,9 @@ struct setup {
     std::uniform_real_distribution<float> u(-1.0f, 1.0f);
     const std::size_t bytes = dtype::row_bytes_of<E>(n_in) * n_out;
     const std::size_t copies = rotate ? std::max<std::size_t>(1, k_rotate_bytes / bytes) : 1;
-    store.tiled = tiled;
     store.add_random(n_in, n_out, rng);
     for (std::size_t c = 1; c < copies; ++c) store.add_copy_of(store.ws.front());
+    if (tiled) store.attach_tiles();
     x = std::move(aligned_buffer<float>::make(n_tok * n_in)).value();
     for (float& v : x) v = u(rng);
     y = std::move(aligned_buffer<float>::make(n_tok * n_out)).value();  // zero-filled
@@ -215,10 +215,10 @@ void BM_token(benchmark::State& state) {
   }
   std::mt19937 rng(1);
   weight_store<E> store;
-  store.tiled = Tiled;
   for (std::size_t l = 0; l < k_token_layers; ++l)
     for (auto [n_in, n_out] : k_layer_products) store.add_random(n_in, n_out, rng);
   store.add_random(k_output_head.first, k_output_head.second, rng);
+  if (Tiled) store.attach_tiles();
   double bytes = 0;
   std::size_t max_in = 0, sum_out = 0;
   for (const model::weight& w : store.ws) {

@@ -78,6 +78,14 @@ TEST(Q4_0Tiles, InterleaveMatchesTheDocumentedLayout) {
     }
 }
 
+/// The tiles of w, as interleave_q4_0 writes them, are at w.tiles.
+void expect_tiles_of(const md::weight& w, const char* what) {
+  ASSERT_NE(w.tiles, nullptr) << what;
+  std::vector<std::byte> want(md::q4_0_tiles_bytes(w));
+  md::interleave_q4_0(w, want.data());
+  EXPECT_EQ(std::memcmp(w.tiles, want.data(), want.size()), 0) << what;
+}
+
 TEST(Q4_0Tiles, OnlyQ4_0WeightsOfWholeTilesGetThem) {
   const std::vector<std::byte> rows = random_rows(64, 40, k_seed);
   md::weight_tiles store;
@@ -95,11 +103,29 @@ TEST(Q4_0Tiles, OnlyQ4_0WeightsOfWholeTilesGetThem) {
     EXPECT_EQ(store.bytes(), 0u);
     store.attach(some, /*always=*/true);
   }
-  ASSERT_NE(some.tiles, nullptr);
   EXPECT_EQ(store.bytes(), 32 * some.row_bytes);  // 2 whole tiles of 40 rows
-  std::vector<std::byte> want(md::q4_0_tiles_bytes(some));
-  md::interleave_q4_0(some, want.data());
-  EXPECT_EQ(std::memcmp(some.tiles, want.data(), want.size()), 0);
+  expect_tiles_of(some, "some");
+}
+
+TEST(Q4_0Tiles, ReservedTilesShareOneBufferUntilItIsFull) {
+  if (!md::weight_tiles::used()) GTEST_SKIP() << "reserve() holds no buffer where tiles are unused";
+  const std::vector<std::byte> rows = random_rows(64, 17, k_seed + 1);
+  md::weight a = q4_0_weight(rows, 32, 16), b = q4_0_weight(rows, 64, 17), c = a;
+  // a: 1 tile of 16 rows of 18 bytes (288 bytes, 320 to the next 64-byte offset);
+  // b: 1 tile of 36-byte rows (576); c does not fit in what is left.
+  md::weight_tiles store;
+  store.reserve(320 + 576);
+  store.attach(a);
+  store.attach(b);
+  store.attach(c);
+  expect_tiles_of(a, "a");
+  expect_tiles_of(b, "b");
+  expect_tiles_of(c, "c, in a buffer of its own");
+  EXPECT_EQ(b.tiles - a.tiles, 320) << "b follows a at the next 64-byte offset";
+  const auto at = [](const std::byte* p) { return reinterpret_cast<std::uintptr_t>(p); };
+  EXPECT_TRUE(at(c.tiles) < at(a.tiles) || at(c.tiles) >= at(b.tiles + 576))
+      << "c is outside the reservation";
+  EXPECT_EQ(store.bytes(), 288u + 576u + 288u);
 }
 
 /// The logits of `tokens` decoded one token per call, or all in one call.

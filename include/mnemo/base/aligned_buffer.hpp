@@ -21,7 +21,8 @@
 namespace mnemo {
 
 /// Storage for K/V rows, activations and scratch: 64-byte aligned, zero-filled on
-/// creation (masked, padded regions must never hold NaNs), never throws.
+/// creation (masked, padded regions must never hold NaNs) unless made for overwrite,
+/// never throws.
 template <class T>
 class aligned_buffer {
   static_assert(std::is_trivially_copyable_v<T>, "aligned_buffer holds trivially copyable types");
@@ -30,27 +31,12 @@ class aligned_buffer {
   aligned_buffer() noexcept = default;
 
   /// Allocates `n` zeroed elements, or returns a no_space status.
-  static result<aligned_buffer> make(std::size_t n) {
-    aligned_buffer b;
-    if (n == 0) return b;
-    if (n > (std::numeric_limits<std::size_t>::max() - k_huge_page) / sizeof(T))
-      return make_status(status_code::no_space, "buffer of %zu elements overflows size_t", n);
-    // Large buffers (K/V caches, weights) are streamed at full memory bandwidth: on
-    // 4 KiB pages the TLB misses cost about half of it (measured: attention decode
-    // over 128 MiB read 13 GB/s per thread on 4 KiB pages), so ask for huge pages.
-    const bool huge = n * sizeof(T) >= k_huge_page_threshold;
-    const std::size_t align = huge ? k_huge_page : k_buffer_alignment;
-    const std::size_t bytes = (n * sizeof(T) + align - 1) / align * align;
-    void* p = std::aligned_alloc(align, bytes);
-    if (p == nullptr) return make_status(status_code::no_space, "cannot allocate %zu bytes", bytes);
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-    if (huge) madvise(p, bytes, MADV_HUGEPAGE);  // advice only: failure is harmless
-#endif
-    std::memset(p, 0, bytes);
-    b.data_ = static_cast<T*>(p);
-    b.size_ = n;
-    return b;
-  }
+  static result<aligned_buffer> make(std::size_t n) { return allocate(n, true); }
+
+  /// The same without the zero fill, for a buffer whose elements are written before
+  /// any is read: its pages are touched only as they are written, so a generous size
+  /// costs address space, not memory.
+  static result<aligned_buffer> make_for_overwrite(std::size_t n) { return allocate(n, false); }
 
   aligned_buffer(aligned_buffer&& o) noexcept
       : data_(std::exchange(o.data_, nullptr)), size_(std::exchange(o.size_, 0)) {}
@@ -98,6 +84,28 @@ class aligned_buffer {
   }
 
  private:
+  static result<aligned_buffer> allocate(std::size_t n, bool zero) {
+    aligned_buffer b;
+    if (n == 0) return b;
+    if (n > (std::numeric_limits<std::size_t>::max() - k_huge_page) / sizeof(T))
+      return make_status(status_code::no_space, "buffer of %zu elements overflows size_t", n);
+    // Large buffers (K/V caches, weights) are streamed at full memory bandwidth: on
+    // 4 KiB pages the TLB misses cost about half of it (measured: attention decode
+    // over 128 MiB read 13 GB/s per thread on 4 KiB pages), so ask for huge pages.
+    const bool huge = n * sizeof(T) >= k_huge_page_threshold;
+    const std::size_t align = huge ? k_huge_page : k_buffer_alignment;
+    const std::size_t bytes = (n * sizeof(T) + align - 1) / align * align;
+    void* p = std::aligned_alloc(align, bytes);
+    if (p == nullptr) return make_status(status_code::no_space, "cannot allocate %zu bytes", bytes);
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    if (huge) madvise(p, bytes, MADV_HUGEPAGE);  // advice only: failure is harmless
+#endif
+    if (zero) std::memset(p, 0, bytes);
+    b.data_ = static_cast<T*>(p);
+    b.size_ = n;
+    return b;
+  }
+
   static constexpr std::size_t k_huge_page = std::size_t{2} << 20;
   static constexpr std::size_t k_huge_page_threshold = std::size_t{4} << 20;
 

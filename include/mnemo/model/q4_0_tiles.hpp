@@ -15,12 +15,14 @@
 
 #include <cstddef>
 #include <cstring>
+#include <span>
 #include <type_traits>
 #include <utility>
 #include <vector>
 
 #include "mnemo/base/aligned_buffer.hpp"
 #include "mnemo/dtype/types.hpp"
+#include "mnemo/model/gguf_tensor.hpp"
 #include "mnemo/model/weight.hpp"
 #include "mnemo/simd/cpu.hpp"
 #include "mnemo/simd/isa.hpp"
@@ -52,6 +54,16 @@ inline void interleave_q4_0(const weight& w, std::byte* out) noexcept {
     }
 }
 
+/// Bytes that the tiles of every q4_0 matrix among `tensors` take at 64-byte offsets:
+/// the most a model's weight_tiles can be asked for while it binds them.
+inline std::size_t q4_0_tiles_bound(std::span<const gguf_tensor> tensors) noexcept {
+  std::size_t n = 0;
+  for (const gguf_tensor& t : tensors)
+    if (t.element_type == dtype::element_type::q4_0 && t.n_dims == 2)
+      n += (t.dims[1] / k_q4_0_tile_rows * k_q4_0_tile_rows * t.row_bytes + 63) / 64 * 64;
+  return n;  // the file holds these bytes as rows, so the sum cannot overflow
+}
+
 /// Owns the tiles of a model's q4_0 weights.
 class weight_tiles {
  public:
@@ -63,30 +75,55 @@ class weight_tiles {
     return std::is_same_v<simd::native, simd::avx512> && simd::detail::cpu().avx512_int8;
   }
 
+  /// Where used(), one buffer of `bytes` (q4_0_tiles_bound of a file) that attach fills
+  /// before it allocates buffers of its own: a model's tiles then share huge pages, where
+  /// one buffer per weight is mostly too small for them (one decode step of the 155M q4_0
+  /// Llama: +2-3% of the read bandwidth, docs/performance.md). Its pages are touched only
+  /// as tiles are written, so a bound costs address space, not memory. Only the first
+  /// call that gets a buffer counts; without one attach allocates per weight.
+  void reserve(std::size_t bytes) {
+    if (!arena_.empty() || bytes == 0 || !used()) return;
+    auto made = aligned_buffer<std::byte>::make_for_overwrite(bytes);
+    if (made.is_ok()) arena_ = std::move(made).value();
+  }
+
   /// For a q4_0 weight of 16 rows or more (and, unless `always`, where used()): copies
-  /// its whole tiles into a buffer this store owns and points w.tiles at it. Otherwise,
-  /// and when the buffer cannot be allocated (the products then read the rows, with the
+  /// its whole tiles into memory this store owns and points w.tiles at them. Otherwise,
+  /// and when the memory cannot be allocated (the products then read the rows, with the
   /// same values up to the order of the f32 sums), w is left as it is.
   void attach(weight& w, bool always = false) {
     if (w.type != dtype::element_type::q4_0 || !(always || used())) return;
     const std::size_t n = q4_0_tiles_bytes(w);
     if (n == 0) return;
-    auto made = aligned_buffer<std::byte>::make(n);
-    if (!made.is_ok()) return;
-    interleave_q4_0(w, made.value().data());
-    buffers_.push_back(std::move(made).value());
-    w.tiles = buffers_.back().data();
+    std::byte* out = take(n);
+    if (out == nullptr) return;
+    interleave_q4_0(w, out);
+    w.tiles = out;
+    bytes_ += n;
   }
 
   /// Bytes of tiles held.
-  std::size_t bytes() const noexcept {
-    std::size_t n = 0;
-    for (const auto& b : buffers_) n += b.size();
-    return n;
-  }
+  std::size_t bytes() const noexcept { return bytes_; }
 
  private:
-  std::vector<aligned_buffer<std::byte>> buffers_;
+  /// n bytes at the next 64-byte offset of the reserved buffer, else a buffer of their
+  /// own; null when neither can be had.
+  std::byte* take(std::size_t n) {
+    const std::size_t at = (arena_used_ + 63) / 64 * 64;
+    if (at <= arena_.size() && n <= arena_.size() - at) {
+      arena_used_ = at + n;
+      return arena_.data() + at;
+    }
+    auto made = aligned_buffer<std::byte>::make(n);
+    if (!made.is_ok()) return nullptr;
+    buffers_.push_back(std::move(made).value());
+    return buffers_.back().data();
+  }
+
+  aligned_buffer<std::byte> arena_;  // reserve()'s buffer, filled from the front
+  std::size_t arena_used_ = 0;
+  std::vector<aligned_buffer<std::byte>> buffers_;  // tiles that did not fit in it
+  std::size_t bytes_ = 0;
 };
 
 }  // namespace mnemo::model

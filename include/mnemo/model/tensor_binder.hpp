@@ -43,7 +43,9 @@ class tensor_binder {
  public:
   explicit tensor_binder(const gguf_file& f, std::string_view context = {},
                          weight_tiles* tiles = nullptr)
-      : f_(&f), context_(context), tiles_(tiles) {}
+      : f_(&f), context_(context), tiles_(tiles) {
+    if (tiles_ != nullptr) tiles_->reserve(q4_0_tiles_bound(f.tensors()));
+  }
 
   bool has(const std::string& name) const { return f_->find_tensor(name) != nullptr; }
 
