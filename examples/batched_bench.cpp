@@ -178,7 +178,7 @@ int main(int argc, char** argv) {
   options o;
   if (!parse_args(argc, argv, o)) return usage();
   mnemo_examples::apply_process_settings(o.rt);
-  auto m = model::llama_model::open(o.model);
+  auto m = model::llama_model::open(o.model, mnemo_examples::file_access(o.rt));
   if (!m.is_ok()) {
     std::fprintf(stderr, "batched_bench: %s\n", m.error().to_string().c_str());
     return 1;

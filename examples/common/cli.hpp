@@ -24,6 +24,7 @@
 #include <string_view>
 #include <vector>
 
+#include "mnemo/model/gguf.hpp"
 #include "mnemo/simd/prefetch.hpp"
 
 namespace mnemo_examples {
@@ -120,11 +121,17 @@ struct runtime_options {
   std::uint32_t n_ubatch = 512;
   std::uint32_t n_batch = 2048;
   std::string prefetch;  // "" (the CPU's default) | l1 | l2: simd::prefetch_target
+  bool no_mmap = false;  // read the model into memory (gguf_access::read) instead of mapping it
 };
+
+/// How the runtime examples open their model file.
+inline mnemo::model::gguf_access file_access(const runtime_options& o) noexcept {
+  return o.no_mmap ? mnemo::model::gguf_access::read : mnemo::model::gguf_access::map;
+}
 
 inline constexpr const char* k_runtime_usage =
     "       [--memory full|split] [--kv f32|f16|bf16|q8_0|q4_0] [--threads N]\n"
-    "       [--ctx N] [--ubatch N] [--batch N] [--prefetch l1|l2]\n";
+    "       [--ctx N] [--ubatch N] [--batch N] [--prefetch l1|l2] [--no-mmap]\n";
 
 inline bool is_memory_name(std::string_view v) noexcept { return v == "full" || v == "split"; }
 inline bool is_kv_name(std::string_view v) noexcept {
@@ -136,6 +143,11 @@ enum class option_parse { not_mine, taken, bad };
 /// Consumes one runtime option at the cursor, if the current argument is one.
 inline option_parse parse_runtime_option(arg_cursor& args, runtime_options& o) {
   const std::string_view a = args.peek();
+  if (a == "--no-mmap") {  // the one runtime option without a value
+    args.take();
+    o.no_mmap = true;
+    return option_parse::taken;
+  }
   const bool mine = a == "--memory" || a == "--kv" || a == "--threads" || a == "--ctx" ||
                     a == "--ubatch" || a == "--batch" || a == "--prefetch";
   if (!mine) return option_parse::not_mine;

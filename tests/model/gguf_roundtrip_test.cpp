@@ -23,6 +23,7 @@ namespace {
 
 using mnemo::status_code;
 using mnemo::dtype::element_type;
+using mnemo::model::gguf_access;
 using mnemo::model::gguf_file;
 using mnemo::model::gguf_type;
 using mnemo::model::gguf_writer;
@@ -236,7 +237,7 @@ TEST(GgufWriter, RefusesMisuse) {
   EXPECT_EQ(dup.error().code(), status_code::invalid_argument);
 }
 
-TEST(GgufFile, OpensAMappedFileWithAlignedTensorData) {
+TEST(GgufFile, OpensAMappedOrReadFileWithAlignedTensorData) {
   gguf_writer w;
   w.add("general.alignment", std::uint32_t{64}).add_string("general.architecture", "llama");
   std::vector<float> v(100);
@@ -244,10 +245,11 @@ TEST(GgufFile, OpensAMappedFileWithAlignedTensorData) {
   w.add_tensor_f32("a", {10, 10}, v).add_tensor_f32("b", {3}, std::vector<float>{1, 2, 3});
   const std::string path = ::testing::TempDir() + "mnemo_gguf_roundtrip.gguf";
   ASSERT_TRUE(w.write(path).is_ok());
-  {
-    auto r = gguf_file::open(path);
+  for (const gguf_access access : {gguf_access::map, gguf_access::read}) {
+    SCOPED_TRACE(access == gguf_access::map ? "map" : "read");
+    auto r = gguf_file::open(path, access);
     ASSERT_TRUE(r.is_ok()) << r.error().to_string();
-    gguf_file f = std::move(r).value();  // views survive the move: the mapping stays put
+    gguf_file f = std::move(r).value();  // views survive the move: the bytes stay put
     const auto* b = f.find_tensor("b");
     ASSERT_NE(b, nullptr);
     EXPECT_EQ(reinterpret_cast<std::uintptr_t>(b->data.data()) % 64, 0u);
@@ -257,9 +259,12 @@ TEST(GgufFile, OpensAMappedFileWithAlignedTensorData) {
     EXPECT_EQ(f.get_string("general.architecture").value(), "llama");
   }
   std::remove(path.c_str());
-  auto missing = gguf_file::open(path);
-  ASSERT_FALSE(missing.is_ok());
-  EXPECT_EQ(missing.error().code(), status_code::io_error);
+  for (const std::string& bad : {path, ::testing::TempDir()})  // missing; a directory
+    for (const gguf_access access : {gguf_access::map, gguf_access::read}) {
+      auto r = gguf_file::open(bad, access);
+      ASSERT_FALSE(r.is_ok()) << bad;
+      EXPECT_EQ(r.error().code(), status_code::io_error) << bad << ": " << r.error().to_string();
+    }
 }
 
 }  // namespace

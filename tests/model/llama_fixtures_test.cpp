@@ -80,6 +80,26 @@ TEST_P(LlamaFixtures, LogitsMatchLlamaCpp) {
                                   bound_for(model_name, kv));
 }
 
+// gguf_access::read: the same bytes read into memory instead of mapped, so the same
+// logits bit for bit (and so, like the mapped model, llama.cpp's).
+TEST(LlamaFixtures, AFileReadIntoMemoryGivesTheMappedFilesLogits) {
+  const std::string stem = "llama-gqa4-f16.multi";
+  if (!std::filesystem::exists(fixture(stem + ".json")))
+    GTEST_SKIP() << "fixtures not found in " << MNEMO_FIXTURES_DIR;
+  const llama_model* mapped = load_model<llama_model>("llama-gqa4-f16.gguf");
+  ASSERT_NE(mapped, nullptr);
+  auto read = llama_model::open(fixture("llama-gqa4-f16.gguf"), model::gguf_access::read);
+  ASSERT_TRUE(read.is_ok()) << read.error().to_string();
+  fixture_harness::fixture_case fc;
+  ASSERT_NO_FATAL_FAILURE(fixture_harness::load_case(stem, fc));
+  auto want = replay_kv("f32", *mapped, fc.sc), got = replay_kv("f32", *read, fc.sc);
+  ASSERT_TRUE(want.is_ok()) << want.error().to_string();
+  ASSERT_TRUE(got.is_ok()) << got.error().to_string();
+  ASSERT_EQ(got->size(), want->size());
+  for (std::size_t i = 0; i < got->size(); ++i)
+    ASSERT_EQ((*got)[i], (*want)[i]) << "logit " << i << " (row " << i / read->n_vocab() << ")";
+}
+
 std::string param_name(const ::testing::TestParamInfo<param>& info) {
   return fixture_harness::camel_name(std::get<0>(info.param) + "-" + std::get<1>(info.param) + "-" +
                                      std::get<2>(info.param));

@@ -93,8 +93,8 @@ class gemma3_model {
     MNEMO_RETURN_IF_ERROR(m.bind_tensors());
     return m;
   }
-  static result<gemma3_model> open(const std::string& path) {
-    return open_model<gemma3_model>(path);
+  static result<gemma3_model> open(const std::string& path, gguf_access access = gguf_access::map) {
+    return open_model<gemma3_model>(path, access);
   }
 
   gemma3_model(gemma3_model&&) noexcept = default;

@@ -70,7 +70,9 @@ class jamba_model {
     MNEMO_RETURN_IF_ERROR(m.bind_tensors().with_context("jamba"));
     return m;
   }
-  static result<jamba_model> open(const std::string& path) { return open_model<jamba_model>(path); }
+  static result<jamba_model> open(const std::string& path, gguf_access access = gguf_access::map) {
+    return open_model<jamba_model>(path, access);
+  }
 
   jamba_model(jamba_model&&) noexcept = default;
   jamba_model& operator=(jamba_model&&) noexcept = default;

@@ -77,7 +77,9 @@ class llama_model {
     MNEMO_RETURN_IF_ERROR(m.bind_tensors());
     return m;
   }
-  static result<llama_model> open(const std::string& path) { return open_model<llama_model>(path); }
+  static result<llama_model> open(const std::string& path, gguf_access access = gguf_access::map) {
+    return open_model<llama_model>(path, access);
+  }
 
   llama_model(llama_model&&) noexcept = default;
   llama_model& operator=(llama_model&&) noexcept = default;

@@ -59,7 +59,9 @@ class mamba_model {
     MNEMO_RETURN_IF_ERROR(m.bind_tensors().with_context("mamba"));
     return m;
   }
-  static result<mamba_model> open(const std::string& path) { return open_model<mamba_model>(path); }
+  static result<mamba_model> open(const std::string& path, gguf_access access = gguf_access::map) {
+    return open_model<mamba_model>(path, access);
+  }
 
   mamba_model(mamba_model&&) noexcept = default;
   mamba_model& operator=(mamba_model&&) noexcept = default;

@@ -2,7 +2,9 @@
 // a model that owns it, bind tensors with their shapes checked, and allocate the f32
 // activation buffers of a workspace.
 //
-//   static result<my_model> open(const std::string& path) { return open_model<my_model>(path); }
+//   static result<my_model> open(const std::string& path, gguf_access a = gguf_access::map) {
+//     return open_model<my_model>(path, a);
+//   }
 //   const tensor_binder b(*file_, "llama");
 //   MNEMO_ASSIGN_OR_RETURN(L.wq, b.matrix("blk.0.attn_q.weight", n_embd, n_head * d_k));
 //   MNEMO_ASSIGN_OR_RETURN(L.attn_norm, b.norm("blk.0.attn_norm.weight", n_embd));
@@ -27,8 +29,8 @@ namespace mnemo::model {
 /// Model::open for every model: gguf_file::open, then Model::load; a load error names
 /// the path.
 template <class Model>
-result<Model> open_model(const std::string& path) {
-  MNEMO_ASSIGN_OR_RETURN(gguf_file f, gguf_file::open(path));
+result<Model> open_model(const std::string& path, gguf_access access) {
+  MNEMO_ASSIGN_OR_RETURN(gguf_file f, gguf_file::open(path, access));
   auto m = Model::load(std::move(f));
   if (!m.is_ok()) return status(m.error()).with_context(path);
   return m;
