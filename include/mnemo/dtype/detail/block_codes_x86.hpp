@@ -179,12 +179,14 @@ struct block_codes<simd::avx512> {
         _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qs))));
   }
 
-  // elements e..e+15 of a block (e 0 or 16; see the scalar contract)
+  // elements e..e+15 of a block (e 0 or 16; see the scalar contract): the widened bytes
+  // index a table of k - 8 (vpermps reads the low 4 bits of each lane, as in q4_values),
+  // so low nibbles need no mask and neither half an int conversion
   static MNEMO_INLINE vf q4_lanes(const std::uint8_t* qs, std::size_t e) noexcept {
-    const __m512i w = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qs)));
-    const __m512i c =
-        e < 16 ? _mm512_and_si512(w, _mm512_set1_epi32(0x0f)) : _mm512_srli_epi32(w, 4);
-    return _mm512_cvtepi32_ps(_mm512_sub_epi32(c, _mm512_set1_epi32(8)));
+    __m512i w = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qs)));
+    if (e >= 16) w = _mm512_srli_epi32(w, 4);
+    return _mm512_permutexvar_ps(
+        w, _mm512_setr_ps(-8, -7, -6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7));
   }
 
   // vpermps reads only the low 4 bits of each index lane, so a 16-entry table of
