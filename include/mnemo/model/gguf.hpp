@@ -40,8 +40,8 @@ enum class gguf_access {
   map,
   /// Read into memory the file owns, on huge pages where the OS gives them (as
   /// llama.cpp's --no-mmap): the whole file is read at open and stays resident, and
-  /// products stream weights with fewer TLB misses (a 155M f16 Llama generated 5% more
-  /// tokens/s on a Zen 4 VM, docs/performance.md).
+  /// products stream weights with fewer TLB misses (a 155M f16 Llama generated about 4%
+  /// more tokens/s on a Zen 4 VM, docs/performance.md).
   read,
 };
 
