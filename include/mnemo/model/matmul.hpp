@@ -106,6 +106,13 @@ status matmul_reserve(matmul_workspace& ws, int n_threads) {
   return ws.reserve_floats(static_cast<std::size_t>(nt) * matmul_scratch_floats_per_thread<Isa>());
 }
 
+/// One product of a mul_mat_many call: y = W x, rows of y y_stride floats apart.
+struct product_out {
+  const weight* w;
+  float* y;
+  std::size_t y_stride;
+};
+
 namespace detail {
 /// The panel the i-th item handed out works on, so that the items running at the same
 /// time are far apart in y: panels [0, n) are cut into nt runs of consecutive panels,
@@ -221,6 +228,39 @@ inline std::size_t streaming_parts(std::size_t bytes, std::size_t n_tok, int nt)
   return std::min<std::size_t>(static_cast<std::size_t>(nt), by_size);
 }
 
+/// The streaming products of weights of type E, all of input `in`: their tiles
+/// (range_unit) in order as one sequence, split into one contiguous range per thread (a
+/// static split: each thread streams one long range, which the prefetchers follow), and
+/// fewer threads when the weights are too small to pay for waking one.
+template <simd::isa_tag Isa, class E>
+void stream_products(std::span<const product_out> products, const product_input& in,
+                     std::size_t n_tok, int nt, matmul_workspace& ws) {
+  std::size_t n_units = 0, bytes = 0;
+  for (const product_out& p : products) {
+    const std::size_t unit = range_unit<E>(*p.w, in.int8);
+    n_units += (p.w->n_out + unit - 1) / unit;
+    bytes += p.w->n_out * p.w->row_bytes;
+  }
+  const std::size_t n_parts = streaming_parts(bytes, n_tok, nt);
+  const std::size_t n_in = products.front().w->n_in;
+  parallel_for(n_parts, static_cast<int>(n_parts), [&](std::size_t part, int) {
+    const std::size_t u0 = n_units * part / n_parts, u1 = n_units * (part + 1) / n_parts;
+    float* packed = packed_x_slice(ws, in, part, n_in);
+    std::size_t first = 0;  // the first unit of the product at hand
+    for (const product_out& p : products) {
+      const weight& w = *p.w;
+      const std::size_t unit = range_unit<E>(w, in.int8);
+      const std::size_t units = (w.n_out + unit - 1) / unit;
+      const std::size_t a = std::max(u0, first), b = std::min(u1, first + units);
+      if (a < b) {
+        const std::size_t r0 = (a - first) * unit, r1 = std::min(w.n_out, (b - first) * unit);
+        product_rows<Isa, E>(w, r0, r1, in, n_tok, p.y, p.y_stride, packed);
+      }
+      first += units;
+    }
+  });
+}
+
 }  // namespace detail
 
 template <simd::isa_tag Isa = simd::native>
@@ -261,43 +301,28 @@ void mul_mat(const weight& w, const float* x, std::size_t x_stride, std::size_t 
       });
       return;
     }
-    // One contiguous range of whole tiles (detail::range_unit) per thread (a static
-    // split: each thread streams one long range, which the prefetchers follow), and
-    // fewer threads when the matrix is too small to pay for waking one.
-    const std::size_t n_parts = detail::streaming_parts(w.n_out * w.row_bytes, n_tok, nt);
-    const std::size_t unit = detail::range_unit<E>(w, in.int8);
-    const std::size_t n_units = (w.n_out + unit - 1) / unit;
-    parallel_for(n_parts, static_cast<int>(n_parts), [&](std::size_t part, int) {
-      const std::size_t r0 = n_units * part / n_parts * unit;
-      const std::size_t r1 = std::min(w.n_out, n_units * (part + 1) / n_parts * unit);
-      if (r0 >= r1) return;
-      detail::product_rows<Isa, E>(w, r0, r1, in, n_tok, y, y_stride,
-                                   detail::packed_x_slice(ws, in, part, w.n_in));
-    });
+    const product_out one{&w, y, y_stride};
+    detail::stream_products<Isa, E>({&one, 1}, in, n_tok, nt, ws);
   });
 }
-
-/// One product of a mul_mat_many call: y = W x, rows of y y_stride floats apart.
-struct product_out {
-  const weight* w;
-  float* y;
-  std::size_t y_stride;
-};
 
 /// mul_mat for each of `products`, all of one input x (the same n_in and storage type,
 /// as q, k and v, or gate and up, are): below k_gemm_min_tokens the weights' rows are
 /// split over the threads as one sequence, so the group costs one parallel region, x is
-/// rounded once, and a small weight (k, v) is not streamed by one thread alone. The
-/// values are those of one mul_mat each. Products of other types or widths, and prefill,
-/// run one by one.
+/// rounded once (the one-token 8-bit kernels still pack it once per product a thread
+/// reaches: rows and tiles take different packings), and a small weight (k, v) is not
+/// streamed by one thread alone. The values are those of one mul_mat each. Products of
+/// other types or widths, and prefill, run one by one.
 template <simd::isa_tag Isa = simd::native>
 void mul_mat_many(std::span<const product_out> products, const float* x, std::size_t x_stride,
                   std::size_t n_tok, int n_threads, matmul_workspace& ws) {
   if (products.empty() || n_tok == 0) return;
   const weight& w0 = *products.front().w;
   bool alike = n_tok < k_gemm_min_tokens;
-  for (const product_out& p : products)
+  for (const product_out& p : products) {
+    MNEMO_DASSERT(x_stride >= p.w->n_in && p.y_stride >= p.w->n_out);
     alike = alike && p.w->type == w0.type && p.w->n_in == w0.n_in;
+  }
   if (!alike) {
     for (const product_out& p : products)
       mul_mat<Isa>(*p.w, x, x_stride, n_tok, p.y, p.y_stride, n_threads, ws);
@@ -307,31 +332,7 @@ void mul_mat_many(std::span<const product_out> products, const float* x, std::si
   dtype::visit(w0.type, [&]<class E>(dtype::type_tag<E>) {
     const detail::product_input in =
         detail::prepare_input<Isa, E>(x, x_stride, n_tok, w0.n_in, nt, ws);
-    // The products' tiles (detail::range_unit) in order, as one sequence of units.
-    std::size_t n_units = 0, bytes = 0;
-    for (const product_out& p : products) {
-      MNEMO_DASSERT(x_stride >= p.w->n_in && p.y_stride >= p.w->n_out);
-      const std::size_t unit = detail::range_unit<E>(*p.w, in.int8);
-      n_units += (p.w->n_out + unit - 1) / unit;
-      bytes += p.w->n_out * p.w->row_bytes;
-    }
-    const std::size_t n_parts = detail::streaming_parts(bytes, n_tok, nt);
-    parallel_for(n_parts, static_cast<int>(n_parts), [&](std::size_t part, int) {
-      const std::size_t u0 = n_units * part / n_parts, u1 = n_units * (part + 1) / n_parts;
-      float* packed = detail::packed_x_slice(ws, in, part, w0.n_in);
-      std::size_t first = 0;  // the first unit of the product at hand
-      for (const product_out& p : products) {
-        const weight& w = *p.w;
-        const std::size_t unit = detail::range_unit<E>(w, in.int8);
-        const std::size_t units = (w.n_out + unit - 1) / unit;
-        const std::size_t a = std::max(u0, first), b = std::min(u1, first + units);
-        if (a < b) {
-          const std::size_t r0 = (a - first) * unit, r1 = std::min(w.n_out, (b - first) * unit);
-          detail::product_rows<Isa, E>(w, r0, r1, in, n_tok, p.y, p.y_stride, packed);
-        }
-        first += units;
-      }
-    });
+    detail::stream_products<Isa, E>(products, in, n_tok, nt, ws);
   });
 }
 
