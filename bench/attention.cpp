@@ -122,7 +122,7 @@ void BM_prefill(benchmark::State& state) {
 
 BENCHMARK(BM_decode)
     ->ArgNames({"ctx", "gqa"})
-    ->ArgsProduct({{1024, 4096, 8192, 16384, 32768}, {1, 4}})
+    ->ArgsProduct({{1024, 4096, 8192, 16384, 32768}, {1, 2, 4}})
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
 void quantised_decode_shapes(benchmark::internal::Benchmark* b) {

@@ -6,8 +6,8 @@
 //   BM_fma_peak<isa>/threads:k    independent FP32 FMA chains, k pinned threads
 //   BM_decode_pattern/order:o/threads:k   attention decode's read order without its
 //                                 arithmetic (common/decode_pattern.hpp): 0 address
-//                                 order, 1 head by head with the kernel's software
-//                                 prefetch, 2 head by head without
+//                                 order, 1 the kernel's groups of eight cells, 2 head
+//                                 by head with spread software prefetch, 3 without
 //
 // The summary also estimates the core clock from a chain of dependent integer adds
 // (one per cycle on every x86 core), so FLOPs per cycle can be checked against the
@@ -151,7 +151,7 @@ void register_all() {
       ->UseRealTime();
   auto* pattern = benchmark::RegisterBenchmark("BM_decode_pattern", BM_decode_pattern)
                       ->ArgName("order")
-                      ->DenseRange(0, 2);
+                      ->DenseRange(0, 3);
   with_thread_counts(pattern);
   register_fma_peak<simd::scalar>();
   if constexpr (std::is_same_v<Native, simd::avx2> || std::is_same_v<Native, simd::avx512>) {

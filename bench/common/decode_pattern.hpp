@@ -3,17 +3,21 @@
 //
 // A context of cells, each an 8-head x 256-byte K row and a V row of the same size (d
 // 128, f16: the bench_attention shape), K and V in two regions like a KV cache's. Per
-// 64-cell block, read_decode_pattern reads K then V, in one of three orders:
+// 64-cell block, read_decode_pattern reads K then V, in one of four orders:
 //   address  every row in address order (cell, then head): what the hardware
 //            prefetchers follow best, the ceiling of any layout;
-//   heads    head by head (a 2 KiB stride between a head's rows), with the kernel's
-//            software prefetch in address order: this block's V during the K pass, the
-//            next block's K during the V pass (attention/detail/decode_steps.inl);
+//   groups   eight cells at a time in address order, head by head within a group,
+//            prefetching whole cell rows 32 KiB ahead and past a pass's end into the
+//            next pass's rows: the kernel's order at two or three rows per KV head;
+//   heads    head by head over the whole block (a 2 KiB stride between a head's rows),
+//            this block's V prefetched during the K pass and the next block's K during
+//            the V pass, spread over the pass: the kernel's default order
+//            (attention/detail/decode_steps.inl);
 //   heads_no_prefetch  the same order without software prefetch.
-// On a Zen 4 VM (docs/performance.md, "Session 12") one thread reads 21 GB/s in the
-// heads order against 28-29 in address order, where the hardware prefetchers join the
-// software ones, and 11 without software prefetch: a decode thread that also computes
-// has less than that left, which is why one-row-per-head decode reads in address order.
+// On a Zen 4 VM (docs/performance.md, "Session 12" and "Session 14") one thread reads
+// 16-21 GB/s in the heads and groups orders against 27-29 in address order, where the
+// hardware prefetchers join the software ones, and 9-11 without software prefetch. The
+// groups' gain in the kernel shows only with its arithmetic between the loads.
 #pragma once
 
 #include <cstddef>
@@ -25,12 +29,14 @@
 
 namespace mnemo_bench::probe {
 
-enum class decode_order { address, heads, heads_no_prefetch };
+enum class decode_order { address, groups, heads, heads_no_prefetch };
 
 inline constexpr std::size_t k_pattern_heads = 8;
 inline constexpr std::size_t k_pattern_head_bytes = 256;  // d 128, f16
 inline constexpr std::size_t k_pattern_cell_bytes = k_pattern_heads * k_pattern_head_bytes;
 inline constexpr std::size_t k_pattern_block_cells = 64;
+inline constexpr std::size_t k_pattern_group_cells = 8;
+inline constexpr std::size_t k_pattern_ahead_bytes = 32 * 1024;
 
 /// Reads the K and V rows of n_cells cells (k and v: n_cells x 2 KiB each, n_cells a
 /// multiple of 64) in `order`; returns a meaningless sum so the loads stay.
@@ -51,7 +57,7 @@ float read_decode_pattern(const char* k, const char* v, std::size_t n_cells,
     for (std::size_t i = 0; i < row_floats; i += V::lanes) acc = V::add(acc, V::load(f + i));
   };
   // One pass over a block's rows; with `pf`, prefetches [pf, pf + block_bytes) spread
-  // evenly over the pass, as the kernel's prefetch cursors do.
+  // evenly over the pass, as the heads order's prefetch cursors did.
   auto pass = [&](const char* block, const char* pf) {
     if (order == decode_order::address) {
       for (std::size_t off = 0; off < block_bytes; off += k_pattern_head_bytes)
@@ -67,10 +73,33 @@ float read_decode_pattern(const char* k, const char* v, std::size_t n_cells,
         read_row(block + c * k_pattern_cell_bytes + h * k_pattern_head_bytes);
       }
   };
+  // The groups order's pass: at each group's heads, the cell rows `ahead` bytes further,
+  // which past the block's end are the next pass's rows at `next` (null: none).
+  auto group_pass = [&](const char* block, const char* next) {
+    constexpr std::size_t G = k_pattern_group_cells;
+    for (std::size_t c0 = 0; c0 < B; c0 += G)
+      for (std::size_t h = 0; h < k_pattern_heads; ++h) {
+        const std::size_t y = (c0 + h * G / k_pattern_heads) * k_pattern_cell_bytes +
+                              k_pattern_ahead_bytes;  // one cell row per head
+        const char* row = y < block_bytes   ? block + y
+                          : next != nullptr ? next + (y - block_bytes)
+                                            : nullptr;
+        if (row != nullptr)
+          for (std::size_t i = 0; i < k_pattern_cell_bytes; i += 64)
+            mnemo::simd::prefetch(row + i, target);
+        for (std::size_t x = c0; x < c0 + G; ++x)
+          read_row(block + x * k_pattern_cell_bytes + h * k_pattern_head_bytes);
+      }
+  };
   const bool prefetch = order == decode_order::heads;
   const std::size_t n_bytes = n_cells * k_pattern_cell_bytes;
   for (std::size_t b = 0; b < n_bytes; b += block_bytes) {
     const char* next_k = b + block_bytes < n_bytes ? k + b + block_bytes : nullptr;
+    if (order == decode_order::groups) {
+      group_pass(k + b, v + b);
+      group_pass(v + b, next_k);
+      continue;
+    }
     pass(k + b, prefetch ? v + b : nullptr);
     pass(v + b, prefetch ? next_k : nullptr);
   }

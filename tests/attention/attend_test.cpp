@@ -174,15 +174,17 @@ TYPED_TEST(AttendTest, MatchesReference) {
   }
 }
 
-// One token at GQA 1 with K/V read in place takes the address-order decode passes; with
-// 8 KV heads its dots go four heads at a time, with 5 also one at a time.
-TYPED_TEST(AttendTest, OneRowPerHeadDecodeMatchesReference) {
+// One token at GQA 1 to 4 takes each decode read order (decode_steps.inl): address
+// order at GQA 1, groups of eight cells at GQA 2 and 3 with K/V read in place, head by
+// head otherwise. 5 and 8 KV heads leave a remainder of the four-head dots and spread a
+// group's prefetches unevenly and evenly over its heads; windows leave partial groups.
+TYPED_TEST(AttendTest, DecodeReadOrdersMatchReference) {
   using Isa = typename TypeParam::isa;
   using E = typename TypeParam::elem;
   if constexpr (simd::is_compiled<Isa>) {
     attention::workspace ws;
-    for (std::uint32_t seed = 200; seed < 230; ++seed) {
-      const scenario<E> sc(seed, 1, seed % 2 == 0 ? 8 : 5, 1);
+    for (std::uint32_t seed = 200; seed < 240; ++seed) {
+      const scenario<E> sc(seed, 1, seed % 2 == 0 ? 8 : 5, 1 + seed / 2 % 4);
       ASSERT_EQ(compare_with_reference<Isa>(sc, seed, static_cast<int>(seed % 3) + 1, ws), "");
     }
   }

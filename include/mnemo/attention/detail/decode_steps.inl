@@ -1,37 +1,42 @@
 // The decode path of attention::detail::block_kernels<Isa>: a few query rows per KV
-// head, every KV head in one item. DRAM is read in address order only, by software
-// prefetch: visiting the heads of a group of cells one head at a time (a 2 KiB stride
-// at 8 x 128 f16) let the hardware prefetchers stream only 16 of the 38 GB/s a plain
-// sequential read gets on this machine (measured). Per 64-cell block there are two
-// passes, and each keeps DRAM busy with the other's data: the K pass prefetches this
-// block's V rows, the V pass prefetches the next block's K rows, each spread evenly
-// over the pass's steps (the first block of an item prefetches its own K up front).
-// Both passes can then go head by head, with K and V from cache: Q.K in tiles of four
-// query rows x four cells of one head (8 loads per 16 FMAs; the earlier per-cell tile
-// of four heads x four rows needed 20 and read cell rows straight from DRAM), P.V with
-// the outputs in registers across the block's cells. Against the per-cell K pass:
-// +8-10% of the read bandwidth measured in the same moments at 16k and 32k cells
-// (docs/performance.md, "Decode: Q.K head by head from cache"). Every K/V type is read
-// this way: q8_0 and q4_0 vectors are decoded in registers as they are loaded
-// (load_row), about twice as fast as decoding each cell row into a buffer first.
+// head, every KV head in one item, in 64-cell blocks of two passes (Q.K, then P.V after
+// the online softmax). q8_0 and q4_0 vectors are decoded in registers as they are
+// loaded (load_row), about twice as fast as decoding each cell row into a buffer first.
+// A block's passes read its cells in one of three orders, each the fastest measured for
+// its items (docs/performance.md, "Session 12" and "Session 14"; Zen 4 VM, 2 threads,
+// 16-32k cells, fractions of the paired read pass):
 //
-// With one query row per KV head (GQA 1, one token) there is no tile of rows to share a
-// K or V vector, and the head-by-head order costs more than it saves: all its DRAM
-// traffic comes from software prefetches, which one core keeps only so many of in
-// flight (a Zen 4 VM, bench_machine's BM_decode_pattern: 21 GB/s per thread in that
-// order without any arithmetic, 28-29 in address order, where the hardware prefetchers
-// join in). Those items read both passes cell by cell in address order instead, each
-// prefetching whole cell rows a fixed distance ahead (cell_ahead): 0.92-0.94 of the
-// paired read pass at 16-32k cells, 2 threads, against 0.83-0.85 (docs/performance.md,
-// "Session 12"). With four rows the per-cell P.V, whose output rows cannot stay in
+// Head by head (the default). Each pass visits one head's cells over the whole block,
+// from cache: the K pass prefetches this block's V rows, the V pass the next block's K
+// rows, each spread evenly over the pass (the first block of an item prefetches its own
+// K up front). Q.K goes in tiles of four query rows x four cells of one head (8 loads
+// per 16 FMAs), P.V with a head's output rows in registers across the block's cells.
+// All DRAM traffic comes from software prefetches, which one core keeps only so many of
+// in flight (bench_machine's BM_decode_pattern: 21 GB/s per thread without arithmetic
+// against 28-29 in address order); at four rows and more, and for q8_0/q4_0, the
+// arithmetic bounds the call anyway, and the other orders cost more of it.
+//
+// Address order (one row per KV head: one token at GQA 1). There is no tile of rows to
+// share a K or V vector, so both passes read the block cell by cell, each prefetching
+// whole cell rows a fixed distance ahead (cell_ahead): the hardware prefetchers follow
+// the demand loads and stream alongside the software ones. 0.92-0.94 against 0.83-0.85
+// head by head. With four rows the per-cell P.V, whose output rows cannot stay in
 // registers, costs more than it saves (an in-cache cell 1.8x slower).
+//
+// In groups (two or three rows per KV head, K and V read in place: one f16 token at
+// GQA 2 or 3). Eight kept cells at a time in address order, each group head by head
+// (the tiles above), prefetching whole cell rows 32 KiB ahead: the demand loads still
+// move through memory in address order, and a head's output rows are written back once
+// per group instead of once per cell. 0.90-0.96 at GQA 2 and 0.88-0.92 at GQA 3 against
+// 0.80-0.89 head by head. At GQA 4, where the write-backs add 18% to a cell's arithmetic
+// (in cache), groups read 0.75-0.87 against 0.78-0.85; q8_0 and q4_0 lost 5-20% at GQA 1
+// and 4; groups of 16 cells read at 0.42-0.80.
 // Included after tile_math.inl and block_steps.inl; @pre d_k % L == 0, d_v % L == 0.
 
 /// s[r * Bc + j] = q[r] . k_j for the R rows of one KV head and its kept cells js
 /// (krow[x]: cell js[x]'s row of that head), in tiles of four rows x four cells: each
 /// K vector is loaded once for four rows and each query vector once for four cells,
-/// 8 loads per 16 FMAs. K comes from cache here (the previous block's V pass
-/// prefetched it), so heads can be visited one at a time. pf steps once per tile.
+/// 8 loads per 16 FMAs. pf steps once per tile (an idle cursor in groups).
 template <class RE>
 MNEMO_NOINLINE static void head_logits(const float* q, std::size_t R, std::size_t dk,
                                        const RE* const* krow, const std::uint32_t* js,
@@ -103,12 +108,17 @@ MNEMO_NOINLINE static void cell_values_one_row(const float* s, std::size_t H, st
 static MNEMO_INLINE void prefetch_rows(const void* p, std::size_t n) noexcept {
   const char* b = static_cast<const char*>(p);
   const simd::prefetch_target t = simd::current_prefetch_target();
+#pragma GCC unroll 8
   for (std::size_t i = 0; i < n; i += 64) simd::prefetch(b + i, t);
 }
 
 /// How far ahead of a pass that reads cell rows in address order its prefetches run:
 /// 8-32 KiB measured alike on a Zen 4 VM (GQA 1, 32k cells, 2 threads), 4 KiB slower.
+/// A pass in groups runs two groups (2 x 8 x 2 KiB at 8 x 128 f16) ahead: one group
+/// read 0.87-0.95 at GQA 2 against 0.91-0.96, 64 KiB alike.
 static constexpr std::size_t k_cell_ahead_bytes = 16 * 1024;
+static constexpr std::size_t k_group_ahead_bytes = 32 * 1024;
+static constexpr std::size_t k_group_cells = 8;
 
 /// The prefetches of a pass that reads a block's kept cells (js) in address order: while
 /// the pass reads its x-th cell, the row of its (x + ahead)-th, or past its last cell the
@@ -147,9 +157,42 @@ struct item_rows {
         v_stride(seg.v_stride),
         k_bytes(H * c.k_head_bytes),
         v_bytes(H * c.v_head_bytes) {}
-  std::size_t ahead() const noexcept {
-    const std::size_t n = k_cell_ahead_bytes / k_bytes;
+  /// Cell rows in `bytes` of K, at least 1, at most a block.
+  std::size_t ahead(std::size_t bytes) const noexcept {
+    const std::size_t n = bytes / k_bytes;
     return n < 1 ? 1 : n > detail::k_block_cells ? detail::k_block_cells : n;
+  }
+  /// The prefetches of a K pass over the block at j0 reading cells js in address
+  /// order, `bytes` ahead: its own rows, then this block's V rows.
+  cell_ahead k_pass_ahead(std::size_t j0, const std::uint32_t* js, std::size_t n_js,
+                          std::size_t bytes) const noexcept {
+    return {.own = k + j0 * k_stride,
+            .own_stride = k_stride,
+            .own_bytes = k_bytes,
+            .js = js,
+            .n_js = n_js,
+            .next = v + j0 * v_stride,
+            .next_stride = v_stride,
+            .next_bytes = v_bytes,
+            .next_js = js,
+            .next_cells = n_js,
+            .ahead = ahead(bytes)};
+  }
+  /// The same for a V pass: its own rows, then the next block's first next_cells K rows.
+  cell_ahead v_pass_ahead(std::size_t j0, const std::uint32_t* js, std::size_t n_js,
+                          std::size_t next_cells, std::size_t bytes) const noexcept {
+    constexpr std::size_t Bc = detail::k_block_cells;
+    return {.own = v + j0 * v_stride,
+            .own_stride = v_stride,
+            .own_bytes = v_bytes,
+            .js = js,
+            .n_js = n_js,
+            .next = next_cells != 0 ? k + (j0 + Bc) * k_stride : nullptr,
+            .next_stride = k_stride,
+            .next_bytes = k_bytes,
+            .next_js = nullptr,
+            .next_cells = next_cells,
+            .ahead = ahead(bytes)};
   }
 };
 
@@ -182,17 +225,7 @@ template <class KE>
 static void logits_in_address_order(const detail::call& c, const item_rows& rows, std::size_t j0,
                                     const std::uint32_t* js, std::size_t n_js, std::size_t H,
                                     const detail::scratch& w) noexcept {
-  const cell_ahead ahead{.own = rows.k + j0 * rows.k_stride,
-                         .own_stride = rows.k_stride,
-                         .own_bytes = rows.k_bytes,
-                         .js = js,
-                         .n_js = n_js,
-                         .next = rows.v + j0 * rows.v_stride,
-                         .next_stride = rows.v_stride,
-                         .next_bytes = rows.v_bytes,
-                         .next_js = js,
-                         .next_cells = n_js,
-                         .ahead = rows.ahead()};
+  const cell_ahead ahead = rows.k_pass_ahead(j0, js, n_js, k_cell_ahead_bytes);
   for (std::size_t x = 0; x < n_js; ++x) {
     ahead.at(x);
     const auto* k = reinterpret_cast<const KE*>(rows.k + (j0 + js[x]) * rows.k_stride);
@@ -232,23 +265,64 @@ template <class VE>
 static void values_in_address_order(const detail::call& c, const item_rows& rows, std::size_t j0,
                                     const std::uint32_t* js, std::size_t n_js, std::size_t H,
                                     std::size_t next_cells, const detail::scratch& w) noexcept {
-  constexpr std::size_t Bc = detail::k_block_cells;
-  const cell_ahead ahead{.own = rows.v + j0 * rows.v_stride,
-                         .own_stride = rows.v_stride,
-                         .own_bytes = rows.v_bytes,
-                         .js = js,
-                         .n_js = n_js,
-                         .next = next_cells != 0 ? rows.k + (j0 + Bc) * rows.k_stride : nullptr,
-                         .next_stride = rows.k_stride,
-                         .next_bytes = rows.k_bytes,
-                         .next_js = nullptr,
-                         .next_cells = next_cells,
-                         .ahead = rows.ahead()};
+  const cell_ahead ahead = rows.v_pass_ahead(j0, js, n_js, next_cells, k_cell_ahead_bytes);
   for (std::size_t x = 0; x < n_js; ++x) {
     ahead.at(x);
     const auto* v = reinterpret_cast<const VE*>(rows.v + (j0 + js[x]) * rows.v_stride);
     cell_values_one_row<VE>(w.s, H, c.sh.d_v, v, w.o, js[x]);
   }
+}
+
+/// Runs pass(x0, n, h) over the groups of n_js cells and, within each, the H heads,
+/// asking `ahead` for the group's cells spread over its heads.
+template <class Pass>
+static MNEMO_INLINE void for_each_group(std::size_t n_js, std::size_t H, const cell_ahead& ahead,
+                                        Pass&& pass) noexcept {
+  for (std::size_t x0 = 0; x0 < n_js; x0 += k_group_cells) {
+    const std::size_t n = n_js - x0 < k_group_cells ? n_js - x0 : k_group_cells;
+    for (std::size_t h = 0; h < H; ++h) {
+      for (std::size_t x = x0 + h * n / H; x < x0 + (h + 1) * n / H; ++x) ahead.at(x);
+      pass(x0, n, h);
+    }
+  }
+}
+
+/// The K pass in groups; its prefetches run into this block's V rows.
+template <class KE>
+static void logits_in_groups(const detail::call& c, const item_rows& rows, std::size_t j0,
+                             const std::uint32_t* js, std::size_t n_js, std::size_t H,
+                             std::size_t R, const detail::scratch& w) noexcept {
+  constexpr std::size_t Bc = detail::k_block_cells;
+  const std::size_t dk = c.sh.d_k;
+  const cell_ahead ahead = rows.k_pass_ahead(j0, js, n_js, k_group_ahead_bytes);
+  const KE* krow[k_group_cells];
+  prefetch_cursor none;  // the groups' prefetches are the cell_ahead's
+  for_each_group(n_js, H, ahead, [&](std::size_t x0, std::size_t n, std::size_t h) {
+    for (std::size_t x = 0; x < n; ++x)
+      krow[x] = reinterpret_cast<const KE*>(rows.k + (j0 + js[x0 + x]) * rows.k_stride +
+                                            h * c.k_head_bytes);
+    head_logits<KE>(w.q + h * R * dk, R, dk, krow, js + x0, n, w.s + h * R * Bc, none);
+  });
+}
+
+/// The V pass in groups, each head's output rows read and written once per group; its
+/// prefetches run into the next block's K rows (next_cells of them).
+template <class VE>
+static void values_in_groups(const detail::call& c, const item_rows& rows, std::size_t j0,
+                             const std::uint32_t* js, std::size_t n_js, std::size_t H,
+                             std::size_t R, std::size_t next_cells,
+                             const detail::scratch& w) noexcept {
+  constexpr std::size_t Bc = detail::k_block_cells;
+  const std::size_t dv = c.sh.d_v;
+  const cell_ahead ahead = rows.v_pass_ahead(j0, js, n_js, next_cells, k_group_ahead_bytes);
+  const VE* vrow[k_group_cells];
+  prefetch_cursor none;
+  for_each_group(n_js, H, ahead, [&](std::size_t x0, std::size_t n, std::size_t h) {
+    for (std::size_t x = 0; x < n; ++x)
+      vrow[x] = reinterpret_cast<const VE*>(rows.v + (j0 + js[x0 + x]) * rows.v_stride +
+                                            h * c.v_head_bytes);
+    pv_any<VE>(R, w.s + h * R * Bc, Bc, js + x0, n, vrow, dv, w.o + h * R * dv, dv, none);
+  });
 }
 
 /// Cells of the item in the block after the one at segment-local j0 (0: none; the
@@ -263,18 +337,31 @@ static std::size_t next_block_cells(const detail::item& it, const kv_segment& se
   return local_end - (j0 + Bc) < Bc ? local_end - (j0 + Bc) : Bc;
 }
 
-/// The first block of an item (no V pass before it prefetched its K): its K rows in
-/// address order up front, all of them, or in address order those the K pass reads first.
+/// The read orders of a decode item's passes (top of this file).
+enum class decode_order { heads, address, groups };
+
+/// The first block of an item (no V pass before it prefetched its K): head by head its
+/// K rows up front, all of them, else in address order those the K pass reads first.
 static void prefetch_first_k(const item_rows& rows, std::size_t j0, const std::uint32_t* js,
-                             std::size_t n_js, bool by_address) noexcept {
-  if (!by_address) {
+                             std::size_t n_js, decode_order order) noexcept {
+  if (order == decode_order::heads) {
     prefetch_rows(rows.k + (j0 + js[0]) * rows.k_stride,
                   (js[n_js - 1] - js[0]) * rows.k_stride + rows.k_bytes);
     return;
   }
-  const std::size_t n = rows.ahead() < n_js ? rows.ahead() : n_js;
+  const std::size_t ahead =
+      rows.ahead(order == decode_order::groups ? k_group_ahead_bytes : k_cell_ahead_bytes);
+  const std::size_t n = ahead < n_js ? ahead : n_js;
   for (std::size_t x = 0; x < n; ++x)
     prefetch_rows(rows.k + (j0 + js[x]) * rows.k_stride, rows.k_bytes);
+}
+
+/// The order for an item of R rows per KV head (top of this file).
+template <class KE, class VE>
+static constexpr decode_order decode_order_for(std::size_t R) noexcept {
+  if (R == 1) return decode_order::address;
+  return R <= 3 && is_read_in_place<KE> && is_read_in_place<VE> ? decode_order::groups
+                                                                : decode_order::heads;
 }
 
 template <class KE, class VE>
@@ -284,9 +371,7 @@ static void run_decode_item(const detail::call& c, const detail::item& it,
   const detail::tile& t = *it.t;
   const std::size_t g = c.sh.group(), dv = c.sh.d_v, R = t.count * g;
   const std::size_t h0 = it.head_begin, H = it.head_end - it.head_begin;
-  // K and V are read head by head from cache, or with one row per head (nothing for
-  // rows to share) cell by cell in address order (top of this file).
-  const bool by_address = R == 1;
+  const decode_order order = decode_order_for<KE, VE>(R);
   gather_queries(c, it, w.q);
   for (std::size_t i = 0; i < H * R * dv; ++i) w.o[i] = 0.0f;
   for (std::size_t r = 0; r < H * R; ++r) {
@@ -304,9 +389,11 @@ static void run_decode_item(const detail::call& c, const detail::item& it,
                    }
                    const item_rows rows(c, seg, h0, H);
                    const std::size_t next_cells = next_block_cells(it, seg, j0, cell0);
-                   if (!k_ahead) prefetch_first_k(rows, j0, js, n_js, by_address);
-                   if (by_address)
+                   if (!k_ahead) prefetch_first_k(rows, j0, js, n_js, order);
+                   if (order == decode_order::address)
                      logits_in_address_order<KE>(c, rows, j0, js, n_js, H, w);
+                   else if (order == decode_order::groups)
+                     logits_in_groups<KE>(c, rows, j0, js, n_js, H, R, w);
                    else
                      logits_by_head<KE>(c, rows, j0, js, n_js, H, R, w);
                    // Mask, soft-cap and the online softmax of every (head, row).
@@ -319,8 +406,10 @@ static void run_decode_item(const detail::call& c, const detail::item& it,
                          const float alpha = softmax_block(s, nb, w.m[r], w.l[r]);
                          if (alpha != 1.0f) scale_row(w.o + r * dv, dv, alpha);
                        }
-                   if (by_address)
+                   if (order == decode_order::address)
                      values_in_address_order<VE>(c, rows, j0, js, n_js, H, next_cells, w);
+                   else if (order == decode_order::groups)
+                     values_in_groups<VE>(c, rows, j0, js, n_js, H, R, next_cells, w);
                    else
                      values_by_head<VE>(c, rows, j0, js, n_js, H, R, next_cells, w);
                    k_ahead = next_cells != 0;
