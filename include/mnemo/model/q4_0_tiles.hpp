@@ -79,9 +79,9 @@ class weight_tiles {
   /// before it allocates buffers of its own: a model's tiles then share huge pages, where
   /// one buffer per weight is mostly too small for them (the 155M q4_0 Llama's one-token
   /// products: 0.84-0.87 -> 0.89-0.90 of the paired read pass, its generation +15%;
-  /// docs/performance.md). Its pages are touched only
-  /// as tiles are written, so a bound costs address space, not memory. Only the first
-  /// call that gets a buffer counts; without one attach allocates per weight.
+  /// docs/performance.md). Its pages are touched only as tiles are written, so a bound
+  /// costs address space, not memory. Only the first call that gets a buffer counts;
+  /// without one attach allocates per weight.
   void reserve(std::size_t bytes) {
     if (!arena_.empty() || bytes == 0 || !used()) return;
     auto made = aligned_buffer<std::byte>::make_for_overwrite(bytes);

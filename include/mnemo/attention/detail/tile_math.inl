@@ -297,9 +297,7 @@ static float softmax_block(float* s, std::size_t n, float& m, float& l) noexcept
     return 1.0f;
   }
   const float m_new = bm > m ? bm : m;
-  // alpha: 0 for the row's first kept block, exactly 1 while its maximum stands (most
-  // blocks of a long context; std::exp is a call)
-  const float alpha = m == -__builtin_inff() ? 0.0f : m_new == m ? 1.0f : std::exp(m - m_new);
+  const float alpha = m == -__builtin_inff() ? 0.0f : std::exp(m - m_new);
   const vf mn = V::set1(m_new);
   vf sum = V::zero();
   for (j = 0; j + L <= n; j += L) {
