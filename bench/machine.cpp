@@ -7,7 +7,8 @@
 //   BM_decode_pattern/order:o/threads:k   attention decode's read order without its
 //                                 arithmetic (common/decode_pattern.hpp): 0 address
 //                                 order, 1 the kernel's groups of eight cells, 2 head
-//                                 by head with spread software prefetch, 3 without
+//                                 by head with spread software prefetch, 3 without,
+//                                 4 K in groups and V head by head
 //
 // The summary also estimates the core clock from a chain of dependent integer adds
 // (one per cycle on every x86 core), so FLOPs per cycle can be checked against the
@@ -151,7 +152,7 @@ void register_all() {
       ->UseRealTime();
   auto* pattern = benchmark::RegisterBenchmark("BM_decode_pattern", BM_decode_pattern)
                       ->ArgName("order")
-                      ->DenseRange(0, 3);
+                      ->DenseRange(0, 4);
   with_thread_counts(pattern);
   register_fma_peak<simd::scalar>();
   if constexpr (std::is_same_v<Native, simd::avx2> || std::is_same_v<Native, simd::avx512>) {

@@ -3,7 +3,7 @@
 //
 // A context of cells, each an 8-head x 256-byte K row and a V row of the same size (d
 // 128, f16: the bench_attention shape), K and V in two regions like a KV cache's. Per
-// 64-cell block, read_decode_pattern reads K then V, in one of four orders:
+// 64-cell block, read_decode_pattern reads K then V, in one of five orders:
 //   address  every row in address order (cell, then head): what the hardware
 //            prefetchers follow best, the ceiling of any layout;
 //   groups   eight cells at a time in address order, head by head within a group,
@@ -13,7 +13,10 @@
 //            this block's V prefetched during the K pass and the next block's K during
 //            the V pass, spread over the pass: the kernel's default order
 //            (attention/detail/decode_steps.inl);
-//   heads_no_prefetch  the same order without software prefetch.
+//   heads_no_prefetch  the same order without software prefetch;
+//   k_groups K in groups, its prefetches running on into the next block's K, and V
+//            head by head, prefetching the next block's V spread over the pass: the
+//            kernel's order at four to seven rows per KV head.
 // On a Zen 4 VM (docs/performance.md, "Session 12" and "Session 14") one thread reads
 // 16-21 GB/s in the heads and groups orders against 27-29 in address order, where the
 // hardware prefetchers join the software ones, and 9-11 without software prefetch. The
@@ -29,7 +32,7 @@
 
 namespace mnemo_bench::probe {
 
-enum class decode_order { address, groups, heads, heads_no_prefetch };
+enum class decode_order { address, groups, heads, heads_no_prefetch, k_groups };
 
 inline constexpr std::size_t k_pattern_heads = 8;
 inline constexpr std::size_t k_pattern_head_bytes = 256;  // d 128, f16
@@ -98,6 +101,11 @@ float read_decode_pattern(const char* k, const char* v, std::size_t n_cells,
     if (order == decode_order::groups) {
       group_pass(k + b, v + b);
       group_pass(v + b, next_k);
+      continue;
+    }
+    if (order == decode_order::k_groups) {
+      group_pass(k + b, next_k);
+      pass(v + b, next_k != nullptr ? v + b + block_bytes : nullptr);
       continue;
     }
     pass(k + b, prefetch ? v + b : nullptr);

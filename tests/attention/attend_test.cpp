@@ -174,17 +174,19 @@ TYPED_TEST(AttendTest, MatchesReference) {
   }
 }
 
-// One token at GQA 1 to 4 takes each decode read order (decode_steps.inl): address
-// order at GQA 1, groups of eight cells at GQA 2 and 3 with K/V read in place, head by
-// head otherwise. 5 and 8 KV heads leave a remainder of the four-head dots and spread a
-// group's prefetches unevenly and evenly over its heads; windows leave partial groups.
+// One token at GQA 1, 2, 3, 4 and 8 takes each decode read order (decode_steps.inl):
+// address order at GQA 1; with K/V read in place groups of eight cells at GQA 2 and 3,
+// K in groups and V head by head at GQA 4, head by head at GQA 8; q8_0/q4_0 head by
+// head from GQA 2. 5 and 8 KV heads leave a remainder of the four-head dots and spread
+// a group's prefetches unevenly and evenly over its heads; windows leave partial groups.
 TYPED_TEST(AttendTest, DecodeReadOrdersMatchReference) {
   using Isa = typename TypeParam::isa;
   using E = typename TypeParam::elem;
   if constexpr (simd::is_compiled<Isa>) {
+    constexpr std::size_t gqa[] = {1, 2, 3, 4, 8};
     attention::workspace ws;
-    for (std::uint32_t seed = 200; seed < 240; ++seed) {
-      const scenario<E> sc(seed, 1, seed % 2 == 0 ? 8 : 5, 1 + seed / 2 % 4);
+    for (std::uint32_t seed = 200; seed < 250; ++seed) {
+      const scenario<E> sc(seed, 1, seed % 2 == 0 ? 8 : 5, gqa[seed / 2 % 5]);
       ASSERT_EQ(compare_with_reference<Isa>(sc, seed, static_cast<int>(seed % 3) + 1, ws), "");
     }
   }

@@ -297,7 +297,8 @@ void check_dtype() { std::printf("note: mnemo/dtype/dtype.hpp not found, dtype n
 
 // Attention on NEON against the double-precision reference: one decode-like and
 // one prefill-like call (dot form and GEMM form), f16, q8_0 and q4_0 K/V, GQA 1 (decode
-// in address order), GQA 2 (f16: decode in groups of cells) and GQA 4 (head by head).
+// in address order), GQA 2 (f16: decode in groups of cells) and GQA 4 (f16: K in
+// groups, V head by head; q8_0/q4_0 head by head).
 template <class E>
 void check_attention_type(const char* name, std::size_t n_head_kv) {
   namespace at = mnemo::attention;

@@ -2,19 +2,20 @@
 // head, every KV head in one item, in 64-cell blocks of two passes (Q.K, then P.V after
 // the online softmax). q8_0 and q4_0 vectors are decoded in registers as they are
 // loaded (load_row), about twice as fast as decoding each cell row into a buffer first.
-// A block's passes read its cells in one of three orders, each the fastest measured for
-// its items (docs/performance.md, "Session 12" and "Session 14"; Zen 4 VM, 2 threads,
-// 16-32k cells, fractions of the paired read pass):
+// A block's passes read its cells in one of four orders, each the fastest measured for
+// its items (docs/performance.md, "Session 12", "Session 14" and "Session 15"; Zen 4
+// VM, 2 threads, 16-32k cells, fractions of the paired read pass):
 //
-// Head by head (the default). Each pass visits one head's cells over the whole block,
-// from cache: the K pass prefetches this block's V rows, the V pass the next block's K
-// rows, each spread evenly over the pass (the first block of an item prefetches its own
-// K up front). Q.K goes in tiles of four query rows x four cells of one head (8 loads
-// per 16 FMAs), P.V with a head's output rows in registers across the block's cells.
-// All DRAM traffic comes from software prefetches, which one core keeps only so many of
-// in flight (bench_machine's BM_decode_pattern: 21 GB/s per thread without arithmetic
-// against 28-29 in address order); at four rows and more, and for q8_0/q4_0, the
-// arithmetic bounds the call anyway, and the other orders cost more of it.
+// Head by head (q8_0/q4_0 at two rows and more, and eight rows and more). Each pass
+// visits one head's cells over the whole block, from cache: the K pass prefetches this
+// block's V rows, the V pass the next block's K rows, each spread evenly over the pass
+// (the first block of an item prefetches its own K up front). Q.K goes in tiles of four
+// query rows x four cells of one head (8 loads per 16 FMAs), P.V with a head's output
+// rows in registers across the block's cells. All DRAM traffic comes from software
+// prefetches, which one core keeps only so many of in flight (bench_machine's
+// BM_decode_pattern: 21 GB/s per thread without arithmetic against 28-29 in address
+// order); at eight rows and more, and for q8_0/q4_0, the arithmetic bounds the call
+// anyway, and the other orders cost more of it.
 //
 // Address order (one row per KV head: one token at GQA 1). There is no tile of rows to
 // share a K or V vector, so both passes read the block cell by cell, each prefetching
@@ -28,9 +29,21 @@
 // (the tiles above), prefetching whole cell rows 32 KiB ahead: the demand loads still
 // move through memory in address order, and a head's output rows are written back once
 // per group instead of once per cell. 0.90-0.96 at GQA 2 and 0.88-0.92 at GQA 3 against
-// 0.80-0.89 head by head. At GQA 4, where the write-backs add 18% to a cell's arithmetic
-// (in cache), groups read 0.75-0.87 against 0.78-0.85; q8_0 and q4_0 lost 5-20% at GQA 1
-// and 4; groups of 16 cells read at 0.42-0.80.
+// 0.80-0.89 head by head. At four rows the write-backs add 18% to a cell's arithmetic
+// (in cache), and groups read 0.75-0.87 against 0.78-0.85; q8_0 and q4_0 lost 5-20% at
+// GQA 1 and 4; groups of 16 cells read at 0.42-0.80.
+//
+// K in groups, V head by head (four to seven rows per KV head, K and V read in place:
+// one f16 token at GQA 4). The K pass reads in groups, its prefetches running on into
+// the next block's K rows; the V pass goes head by head from cache with its output
+// rows in registers, prefetching the next block's V rows spread over the pass. Half of
+// the traffic then follows demand loads in address order, and no output row is written
+// back per group. Against head by head, 32 alternated rounds at 16k and 32k cells:
+// where memory bounds the call, +0.013 of the paired read pass (the median per-round
+// difference; 30 of 41 rounds won, the best at 0.90-0.96); where the arithmetic does
+// (fast memory), -0.01: the grouped K pass costs 5-6% more in cache. At eight rows the
+// arithmetic bounds the call in every phase and the grouped K pass costs 3-5% more of
+// it, so those items go head by head.
 // Included after tile_math.inl and block_steps.inl; @pre d_k % L == 0, d_v % L == 0.
 
 /// s[r * Bc + j] = q[r] . k_j for the R rows of one KV head and its kept cells js
@@ -194,6 +207,16 @@ struct item_rows {
             .next_cells = next_cells,
             .ahead = ahead(bytes)};
   }
+  /// The same for a K pass whose block's V rows are already on their way (K in
+  /// groups): its own rows, then the next block's first next_cells K rows.
+  cell_ahead k_pass_ahead_to_next_k(std::size_t j0, const std::uint32_t* js, std::size_t n_js,
+                                    std::size_t next_cells, std::size_t bytes) const noexcept {
+    cell_ahead a = v_pass_ahead(j0, js, n_js, next_cells, bytes);
+    a.own = k + j0 * k_stride;
+    a.own_stride = k_stride;
+    a.own_bytes = k_bytes;
+    return a;
+  }
 };
 
 /// The K pass head by head from cache, while this block's V rows are prefetched in
@@ -234,18 +257,21 @@ static void logits_in_address_order(const detail::call& c, const item_rows& rows
 }
 
 /// The V pass head by head from cache, with the output rows in registers across the
-/// block's cells, while the next block's K rows (`next_cells` of them) are prefetched
-/// in address order, spread evenly over the pass (the K pass has the V stream).
+/// block's cells, while the next block's K rows (`next_cells` of them; its V rows with
+/// next_v, when the K pass streams its own) are prefetched in address order, spread
+/// evenly over the pass.
 template <class VE>
 static void values_by_head(const detail::call& c, const item_rows& rows, std::size_t j0,
                            const std::uint32_t* js, std::size_t n_js, std::size_t H, std::size_t R,
-                           std::size_t next_cells, const detail::scratch& w) noexcept {
+                           std::size_t next_cells, bool next_v, const detail::scratch& w) noexcept {
   constexpr std::size_t Bc = detail::k_block_cells;
   const std::size_t dv = c.sh.d_v;
   prefetch_cursor pf;
-  if (next_cells != 0) {  // K bytes of any element type
-    pf.p = rows.k + (j0 + Bc) * rows.k_stride;
-    pf.end = rows.k + (j0 + Bc + next_cells - 1) * rows.k_stride + rows.k_bytes;
+  if (next_cells != 0) {  // bytes of any element type
+    const char* base = next_v ? rows.v : rows.k;
+    const std::size_t stride = next_v ? rows.v_stride : rows.k_stride;
+    pf.p = base + (j0 + Bc) * stride;
+    pf.end = base + (j0 + Bc + next_cells - 1) * stride + (next_v ? rows.v_bytes : rows.k_bytes);
     const std::size_t lines = static_cast<std::size_t>(pf.end - pf.p + 63) / 64;
     const std::size_t steps = H * pv_steps(R, n_js, dv);
     pf.per_step = (lines + steps - 1) / steps;
@@ -287,14 +313,15 @@ static MNEMO_INLINE void for_each_group(std::size_t n_js, std::size_t H, const c
   }
 }
 
-/// The K pass in groups; its prefetches run into this block's V rows.
+/// The K pass in groups, prefetching as `ahead` says: past its end into this block's V
+/// rows (groups) or the next block's K rows (K in groups, V head by head).
 template <class KE>
 static void logits_in_groups(const detail::call& c, const item_rows& rows, std::size_t j0,
                              const std::uint32_t* js, std::size_t n_js, std::size_t H,
-                             std::size_t R, const detail::scratch& w) noexcept {
+                             std::size_t R, const cell_ahead& ahead,
+                             const detail::scratch& w) noexcept {
   constexpr std::size_t Bc = detail::k_block_cells;
   const std::size_t dk = c.sh.d_k;
-  const cell_ahead ahead = rows.k_pass_ahead(j0, js, n_js, k_group_ahead_bytes);
   const KE* krow[k_group_cells];
   prefetch_cursor none;  // the groups' prefetches are the cell_ahead's
   for_each_group(n_js, H, ahead, [&](std::size_t x0, std::size_t n, std::size_t h) {
@@ -338,19 +365,23 @@ static std::size_t next_block_cells(const detail::item& it, const kv_segment& se
 }
 
 /// The read orders of a decode item's passes (top of this file).
-enum class decode_order { heads, address, groups };
+enum class decode_order { heads, address, groups, k_groups };
 
-/// The first block of an item (no V pass before it prefetched its K): head by head its
-/// K rows up front, all of them, else in address order those the K pass reads first.
-static void prefetch_first_k(const item_rows& rows, std::size_t j0, const std::uint32_t* js,
-                             std::size_t n_js, decode_order order) noexcept {
+/// The first block of an item (no block before it prefetched its rows): head by head
+/// its K rows up front, all of them, else in address order those the K pass reads
+/// first, and with K in groups also all of its V rows (which the V pass reads head by
+/// head).
+static void prefetch_first_block(const item_rows& rows, std::size_t j0, const std::uint32_t* js,
+                                 std::size_t n_js, decode_order order) noexcept {
+  const std::size_t span = js[n_js - 1] - js[0];
   if (order == decode_order::heads) {
-    prefetch_rows(rows.k + (j0 + js[0]) * rows.k_stride,
-                  (js[n_js - 1] - js[0]) * rows.k_stride + rows.k_bytes);
+    prefetch_rows(rows.k + (j0 + js[0]) * rows.k_stride, span * rows.k_stride + rows.k_bytes);
     return;
   }
+  if (order == decode_order::k_groups)
+    prefetch_rows(rows.v + (j0 + js[0]) * rows.v_stride, span * rows.v_stride + rows.v_bytes);
   const std::size_t ahead =
-      rows.ahead(order == decode_order::groups ? k_group_ahead_bytes : k_cell_ahead_bytes);
+      rows.ahead(order == decode_order::address ? k_cell_ahead_bytes : k_group_ahead_bytes);
   const std::size_t n = ahead < n_js ? ahead : n_js;
   for (std::size_t x = 0; x < n; ++x)
     prefetch_rows(rows.k + (j0 + js[x]) * rows.k_stride, rows.k_bytes);
@@ -360,8 +391,8 @@ static void prefetch_first_k(const item_rows& rows, std::size_t j0, const std::u
 template <class KE, class VE>
 static constexpr decode_order decode_order_for(std::size_t R) noexcept {
   if (R == 1) return decode_order::address;
-  return R <= 3 && is_read_in_place<KE> && is_read_in_place<VE> ? decode_order::groups
-                                                                : decode_order::heads;
+  if (!is_read_in_place<KE> || !is_read_in_place<VE> || R >= 8) return decode_order::heads;
+  return R <= 3 ? decode_order::groups : decode_order::k_groups;
 }
 
 template <class KE, class VE>
@@ -379,21 +410,27 @@ static void run_decode_item(const detail::call& c, const detail::item& it,
     w.l[r] = 0.0f;
   }
   std::uint32_t js[Bc];
-  bool k_ahead = false;  // the previous V pass prefetched (the first of) this block's K rows
+  bool prefetched = false;  // the previous block prefetched this block's first rows
   for_each_block(c.streams[t.stream], it.cell_begin, it.cell_end,
                  [&](const kv_segment& seg, std::size_t j0, std::size_t nb, std::size_t cell0) {
                    const std::size_t n_js = block_mask(c, t, seg, j0, nb, w, js);
                    if (n_js == 0) {  // no K/V byte of this block is read
-                     k_ahead = false;
+                     prefetched = false;
                      return;
                    }
                    const item_rows rows(c, seg, h0, H);
                    const std::size_t next_cells = next_block_cells(it, seg, j0, cell0);
-                   if (!k_ahead) prefetch_first_k(rows, j0, js, n_js, order);
+                   if (!prefetched) prefetch_first_block(rows, j0, js, n_js, order);
                    if (order == decode_order::address)
                      logits_in_address_order<KE>(c, rows, j0, js, n_js, H, w);
                    else if (order == decode_order::groups)
-                     logits_in_groups<KE>(c, rows, j0, js, n_js, H, R, w);
+                     logits_in_groups<KE>(c, rows, j0, js, n_js, H, R,
+                                          rows.k_pass_ahead(j0, js, n_js, k_group_ahead_bytes), w);
+                   else if (order == decode_order::k_groups)
+                     logits_in_groups<KE>(
+                         c, rows, j0, js, n_js, H, R,
+                         rows.k_pass_ahead_to_next_k(j0, js, n_js, next_cells, k_group_ahead_bytes),
+                         w);
                    else
                      logits_by_head<KE>(c, rows, j0, js, n_js, H, R, w);
                    // Mask, soft-cap and the online softmax of every (head, row).
@@ -411,7 +448,8 @@ static void run_decode_item(const detail::call& c, const detail::item& it,
                    else if (order == decode_order::groups)
                      values_in_groups<VE>(c, rows, j0, js, n_js, H, R, next_cells, w);
                    else
-                     values_by_head<VE>(c, rows, j0, js, n_js, H, R, next_cells, w);
-                   k_ahead = next_cells != 0;
+                     values_by_head<VE>(c, rows, j0, js, n_js, H, R, next_cells,
+                                        order == decode_order::k_groups, w);
+                   prefetched = next_cells != 0;
                  });
 }
