@@ -11,16 +11,17 @@
 //            next pass's rows: the kernel's order at two or three rows per KV head;
 //   heads    head by head over the whole block (a 2 KiB stride between a head's rows),
 //            this block's V prefetched during the K pass and the next block's K during
-//            the V pass, spread over the pass: the kernel's default order
-//            (attention/detail/decode_steps.inl);
+//            the V pass, spread over the pass: the kernel's order for q8_0/q4_0 and
+//            eight rows per KV head and more (attention/detail/decode_steps.inl);
 //   heads_no_prefetch  the same order without software prefetch;
 //   k_groups K in groups, its prefetches running on into the next block's K, and V
 //            head by head, prefetching the next block's V spread over the pass: the
 //            kernel's order at four to seven rows per KV head.
-// On a Zen 4 VM (docs/performance.md, "Session 12" and "Session 14") one thread reads
-// 16-21 GB/s in the heads and groups orders against 27-29 in address order, where the
-// hardware prefetchers join the software ones, and 9-11 without software prefetch. The
-// groups' gain in the kernel shows only with its arithmetic between the loads.
+// On a Zen 4 VM (docs/performance.md, "Session 12", "Session 14" and "Session 15") one
+// thread reads 16-23 GB/s in the heads, groups and k_groups orders against 27-29 in
+// address order, where the hardware prefetchers join the software ones, and 9-11
+// without software prefetch. The gain of groups and k_groups in the kernel shows only
+// with its arithmetic between the loads.
 #pragma once
 
 #include <cstddef>
