@@ -268,10 +268,10 @@ static void values_by_head(const detail::call& c, const item_rows& rows, std::si
   const std::size_t dv = c.sh.d_v;
   prefetch_cursor pf;
   if (next_cells != 0) {  // bytes of any element type
-    const char* base = next_v ? rows.v : rows.k;
-    const std::size_t stride = next_v ? rows.v_stride : rows.k_stride;
+    const auto [base, stride, bytes] = next_v ? std::tuple(rows.v, rows.v_stride, rows.v_bytes)
+                                              : std::tuple(rows.k, rows.k_stride, rows.k_bytes);
     pf.p = base + (j0 + Bc) * stride;
-    pf.end = base + (j0 + Bc + next_cells - 1) * stride + (next_v ? rows.v_bytes : rows.k_bytes);
+    pf.end = base + (j0 + Bc + next_cells - 1) * stride + bytes;
     const std::size_t lines = static_cast<std::size_t>(pf.end - pf.p + 63) / 64;
     const std::size_t steps = H * pv_steps(R, n_js, dv);
     pf.per_step = (lines + steps - 1) / steps;
