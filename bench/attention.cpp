@@ -1,18 +1,23 @@
 // bench/attention: decode (one query token, long f16 context; BM_decode_q8_0 / _q4_0:
 // the same with quantised K/V) as a fraction of the machine's read bandwidth, and
 // prefill (512 causal queries) as a fraction of its FMA peak, with 2 threads; plus the
-// cost of exporting attention mass (null sink = none).
+// cost of exporting attention mass (null sink = none), and BM_decode_fma_floor: the
+// decode's FMAs alone on the same f16 K/V bytes (common/decode_floor.hpp), the rate
+// no decode kernel doing its arithmetic in f32 FMAs can beat here.
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <random>
 #include <vector>
 
 #include "common/bench_main.hpp"
+#include "common/decode_floor.hpp"
 #include "common/paired_read.hpp"
 #include <benchmark/benchmark.h>
 
 #include "mnemo/attention/attend.hpp"
 #include "mnemo/base/aligned_buffer.hpp"
+#include "mnemo/base/parallel.hpp"
 #include "mnemo/dtype/dtype.hpp"
 
 namespace {
@@ -120,6 +125,52 @@ void BM_prefill(benchmark::State& state) {
                             static_cast<std::size_t>(state.range(2)), false);
 }
 
+/// The context cut into four chunks per thread, as decode's split-K cuts it; each
+/// chunk's K rows, then its V rows, through fma_floor_pass with R rows per KV head.
+template <std::size_t R>
+void fma_floor_call(const setup<dtype::f16>& s, bool software_prefetch, std::vector<float>& sums) {
+  const std::size_t n_cells = s.cell_pos.size(), row = k_head_kv * k_d;
+  const std::size_t chunks = 4 * static_cast<std::size_t>(k_threads);
+  const std::size_t per_chunk = (n_cells + chunks - 1) / chunks;
+  sums.assign(chunks, 0.0f);
+  parallel_for(chunks, k_threads, [&](std::size_t i, int) {
+    const std::size_t c0 = std::min(n_cells, i * per_chunk);
+    const std::size_t n = (std::min(n_cells, c0 + per_chunk) - c0) * row;
+    for (const aligned_buffer<dtype::f16>* kv : {&s.k, &s.v})
+      sums[i] += mnemo_bench::probe::fma_floor_pass<simd::native, R>(&kv->data()[c0 * row].bits, n,
+                                                                     software_prefetch);
+  });
+}
+
+/// Decode's arithmetic floor at ctx cells and GQA 1, 2 or 4, with (prefetch 1) or
+/// without (0) software prefetch: paired like BM_decode, so that BM_decode's rate
+/// over this one is the kernel's own efficiency, and this one over the read pass is
+/// the bound the machine's FMA throughput sets.
+void BM_decode_fma_floor(benchmark::State& state) {
+  const auto n_cells = static_cast<std::size_t>(state.range(0));
+  const auto group = static_cast<std::size_t>(state.range(1));
+  const bool software_prefetch = state.range(2) != 0;
+  const setup<dtype::f16> s(n_cells, 1, group);
+  std::vector<float> sums;
+  mnemo_bench::paired_read paired(state, s.kv_bytes(), k_threads);
+  for (auto _ : state) {
+    paired.call([&] {
+      if (group == 1)
+        fma_floor_call<1>(s, software_prefetch, sums);
+      else if (group == 2)
+        fma_floor_call<2>(s, software_prefetch, sums);
+      else
+        fma_floor_call<4>(s, software_prefetch, sums);
+      benchmark::DoNotOptimize(sums.data());
+      benchmark::ClobberMemory();
+    });
+  }
+  paired.add_counter();
+  mnemo_bench::add_bytes_counters(state, s.kv_bytes(), k_threads);
+  mnemo_bench::add_flops_counters(state, s.flops(), k_threads);
+  mnemo_bench::add_isa_and_threads_labels(state, k_threads);
+}
+
 BENCHMARK(BM_decode)
     ->ArgNames({"ctx", "gqa"})
     ->ArgsProduct({{1024, 4096, 8192, 16384, 32768}, {1, 2, 4}})
@@ -137,6 +188,11 @@ BENCHMARK_TEMPLATE(BM_decode_quantised, dtype::block_q8_0)
 BENCHMARK_TEMPLATE(BM_decode_quantised, dtype::block_q4_0)
     ->Name("BM_decode_q4_0")
     ->Apply(quantised_decode_shapes);
+BENCHMARK(BM_decode_fma_floor)
+    ->ArgNames({"ctx", "gqa", "prefetch"})
+    ->ArgsProduct({{16384, 32768}, {1, 2, 4}, {0, 1}})
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
 BENCHMARK(BM_decode_export_mass)
     ->ArgNames({"ctx", "gqa"})
     ->ArgsProduct({{16384}, {1, 4}})
