@@ -150,6 +150,10 @@ void BM_decode_fma_floor(benchmark::State& state) {
   const auto n_cells = static_cast<std::size_t>(state.range(0));
   const auto group = static_cast<std::size_t>(state.range(1));
   const bool software_prefetch = state.range(2) != 0;
+  if (group != 1 && group != 2 && group != 4) {
+    state.SkipWithError("BM_decode_fma_floor: GQA 1, 2 or 4");
+    return;
+  }
   const setup<dtype::f16> s(n_cells, 1, group);
   std::vector<float> sums;
   mnemo_bench::paired_read paired(state, s.kv_bytes(), k_threads);
@@ -159,7 +163,7 @@ void BM_decode_fma_floor(benchmark::State& state) {
         fma_floor_call<1>(s, software_prefetch, sums);
       else if (group == 2)
         fma_floor_call<2>(s, software_prefetch, sums);
-      else
+      else  // 4
         fma_floor_call<4>(s, software_prefetch, sums);
       benchmark::DoNotOptimize(sums.data());
       benchmark::ClobberMemory();
