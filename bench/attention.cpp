@@ -150,7 +150,12 @@ void BM_decode_fma_floor(benchmark::State& state) {
   const auto n_cells = static_cast<std::size_t>(state.range(0));
   const auto group = static_cast<std::size_t>(state.range(1));
   const bool software_prefetch = state.range(2) != 0;
-  if (group != 1 && group != 2 && group != 4) {
+  // The instantiation for this ratio, chosen once.
+  const auto floor_call = group == 1   ? &fma_floor_call<1>
+                          : group == 2 ? &fma_floor_call<2>
+                          : group == 4 ? &fma_floor_call<4>
+                                       : nullptr;
+  if (floor_call == nullptr) {
     state.SkipWithError("BM_decode_fma_floor: GQA 1, 2 or 4");
     return;
   }
@@ -159,12 +164,7 @@ void BM_decode_fma_floor(benchmark::State& state) {
   mnemo_bench::paired_read paired(state, s.kv_bytes(), k_threads);
   for (auto _ : state) {
     paired.call([&] {
-      if (group == 1)
-        fma_floor_call<1>(s, software_prefetch, sums);
-      else if (group == 2)
-        fma_floor_call<2>(s, software_prefetch, sums);
-      else  // 4
-        fma_floor_call<4>(s, software_prefetch, sums);
+      floor_call(s, software_prefetch, sums);
       benchmark::DoNotOptimize(sums.data());
       benchmark::ClobberMemory();
     });
