@@ -1,7 +1,7 @@
 // bench/recurrent: a Mamba-1 model decoding through mnemo::context + memory::recurrent,
 // and the selective scan it spends its state traffic in.
 //  - mamba_decode: one token per sequence per call on a random Mamba written here with
-//    gguf_writer (d_model 1024, 24 layers, d_state 16, d_inner 2048, dt_rank 64, vocab
+//    gguf::writer (d_model 1024, 24 layers, d_state 16, d_inner 2048, dt_rank 64, vocab
 //    32000, f16 matrices, tied output; cached as MNEMO_BENCH_MAMBA or
 //    /tmp/mnemo-bench-mamba-1024x24.gguf). Counters: tokens/s; bytes = the weights
 //    (read once per call, whatever the number of sequences) plus every sequence's state
@@ -24,8 +24,8 @@
 #include <benchmark/benchmark.h>
 
 #include "mnemo/context.hpp"
+#include "mnemo/gguf/writer.hpp"
 #include "mnemo/memory/recurrent.hpp"
-#include "mnemo/model/gguf_writer.hpp"
 #include "mnemo/model/mamba.hpp"
 #include "mnemo/ssm/ssm.hpp"
 
@@ -41,7 +41,7 @@ status write_random_mamba(const std::string& path) {
   namespace dt = mnemo::dtype;
   const auto f16 = dt::element_type::f16;
   const std::uint32_t t16 = dt::ggml_type_id(f16);
-  model::gguf_writer w;
+  gguf::writer w;
   w.add_string("general.architecture", "mamba");
   w.add<std::uint32_t>("mamba.context_length", 4096);
   w.add<std::uint32_t>("mamba.embedding_length", k_embd);

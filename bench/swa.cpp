@@ -36,11 +36,11 @@
 
 #include "mnemo/base/rng.hpp"
 #include "mnemo/context.hpp"
+#include "mnemo/gguf/writer.hpp"
 #include "mnemo/memory/full_cache.hpp"
 #include "mnemo/memory/layered.hpp"
 #include "mnemo/memory/sliding_window.hpp"
 #include "mnemo/model/gemma3.hpp"
-#include "mnemo/model/gguf_writer.hpp"
 
 namespace {
 
@@ -67,7 +67,7 @@ void must(const status& st, const char* what) {
 std::string write_bench_model() {
   const std::string path =
       (std::filesystem::temp_directory_path() / "mnemo_bench_gemma3.gguf").string();
-  model::gguf_writer w;
+  gguf::writer w;
   const auto key = [](const char* k) { return std::string("gemma3.") + k; };
   w.add_string("general.architecture", "gemma3");
   w.add<std::uint32_t>(key("context_length"), 32768);

@@ -230,7 +230,7 @@ status run(const model::gemma3_model& m, const options& o, const mnemo_examples:
 /// Loads the model of one architecture and replays the scenario; n_vocab is set
 /// before the run (the scenario's n_vocab is checked against it).
 template <class Model>
-status replay_with(model::gguf_file file, const options& o, const mnemo_examples::scenario& sc,
+status replay_with(gguf::file file, const options& o, const mnemo_examples::scenario& sc,
                    std::vector<float>& logits, std::uint32_t& n_vocab) {
   MNEMO_ASSIGN_OR_RETURN(Model m, Model::load(std::move(file)));
   n_vocab = m.n_vocab();
@@ -244,8 +244,8 @@ status replay_with(model::gguf_file file, const options& o, const mnemo_examples
 /// The architectures this replay runs, by general.architecture; a new one adds a row.
 struct architecture {
   std::string_view name;
-  status (*replay)(model::gguf_file, const options&, const mnemo_examples::scenario&,
-                   std::vector<float>&, std::uint32_t&);
+  status (*replay)(gguf::file, const options&, const mnemo_examples::scenario&, std::vector<float>&,
+                   std::uint32_t&);
 };
 constexpr architecture k_architectures[] = {
     {"llama", replay_with<model::llama_model>},
@@ -256,7 +256,7 @@ constexpr architecture k_architectures[] = {
 
 status replay(const options& o, const mnemo_examples::scenario& sc, std::vector<float>& logits,
               std::uint32_t& n_vocab) {
-  MNEMO_ASSIGN_OR_RETURN(model::gguf_file file, model::gguf_file::open(o.model));
+  MNEMO_ASSIGN_OR_RETURN(gguf::file file, gguf::file::open(o.model));
   MNEMO_ASSIGN_OR_RETURN(std::string_view arch, file.get_string("general.architecture"));
   const std::string name(arch);
   for (const architecture& a : k_architectures)

@@ -4,7 +4,7 @@
 #   mkdir corpus && build-fuzz/tests/mnemo_fuzz_gguf_seeds corpus
 #   build-fuzz/tests/mnemo_fuzz_gguf corpus -max_total_time=30
 # With the option on, ctest also runs a short deterministic session (fuzz.gguf.smoke).
-# The deterministic mutation test (tests/model/gguf_mutation_test.cpp) runs everywhere.
+# The deterministic mutation test (tests/gguf/mutation_test.cpp) runs everywhere.
 option(MNEMO_BUILD_FUZZERS "Build libFuzzer targets (needs clang)" OFF)
 
 if(MNEMO_BUILD_FUZZERS)

@@ -24,7 +24,7 @@
 #include <string_view>
 #include <vector>
 
-#include "mnemo/model/gguf.hpp"
+#include "mnemo/gguf/file.hpp"
 #include "mnemo/simd/prefetch.hpp"
 
 namespace mnemo_examples {
@@ -121,12 +121,12 @@ struct runtime_options {
   std::uint32_t n_ubatch = 512;
   std::uint32_t n_batch = 2048;
   std::string prefetch;  // "" (the CPU's default) | l1 | l2: simd::prefetch_target
-  bool no_mmap = false;  // read the model into memory (gguf_access::read) instead of mapping it
+  bool no_mmap = false;  // read the model into memory (gguf::access::read) instead of mapping it
 };
 
 /// How the runtime examples open their model file.
-inline mnemo::model::gguf_access file_access(const runtime_options& o) noexcept {
-  return o.no_mmap ? mnemo::model::gguf_access::read : mnemo::model::gguf_access::map;
+inline mnemo::gguf::access file_access(const runtime_options& o) noexcept {
+  return o.no_mmap ? mnemo::gguf::access::read : mnemo::gguf::access::map;
 }
 
 inline constexpr const char* k_runtime_usage =

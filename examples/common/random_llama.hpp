@@ -18,8 +18,8 @@
 #include "mnemo/dtype/element_type.hpp"
 #include "mnemo/dtype/rows.hpp"
 #include "mnemo/dtype/visit.hpp"
-#include "mnemo/model/gguf.hpp"
-#include "mnemo/model/gguf_writer.hpp"
+#include "mnemo/gguf/file.hpp"
+#include "mnemo/gguf/writer.hpp"
 
 namespace mnemo_examples {
 
@@ -68,8 +68,8 @@ inline std::vector<float> random_norm(mnemo::splitmix64& g, std::size_t n) {
 
 /// Copies every tokenizer.ggml.* key of `src` whose type the writer can express.
 inline mnemo::status copy_vocab(const std::string& path, std::uint32_t n_vocab,
-                                mnemo::model::gguf_writer& w) {
-  MNEMO_ASSIGN_OR_RETURN(auto src, mnemo::model::gguf_file::open(path));
+                                mnemo::gguf::writer& w) {
+  MNEMO_ASSIGN_OR_RETURN(auto src, mnemo::gguf::file::open(path));
   MNEMO_ASSIGN_OR_RETURN(auto token_view, src.get_array<std::string_view>("tokenizer.ggml.tokens"));
   const std::vector<std::string_view> tokens(token_view.begin(), token_view.end());
   if (tokens.size() != n_vocab)
@@ -96,7 +96,7 @@ inline mnemo::status copy_vocab(const std::string& path, std::uint32_t n_vocab,
   return {};
 }
 
-inline void byte_vocab(std::uint32_t n_vocab, mnemo::model::gguf_writer& w) {
+inline void byte_vocab(std::uint32_t n_vocab, mnemo::gguf::writer& w) {
   std::vector<std::string> tokens;
   std::vector<float> scores;
   std::vector<std::int32_t> types;
@@ -150,7 +150,7 @@ inline mnemo::status write_random_llama(const random_llama_config& c, const std:
   const std::uint32_t head_dim = c.n_embd / c.n_head;
   const std::uint32_t n_embd_kv = head_dim * c.n_head_kv;
 
-  mnemo::model::gguf_writer w;
+  mnemo::gguf::writer w;
   w.add_string("general.architecture", "llama");
   w.add_string("general.name", "mnemo random llama");
   w.add<std::uint32_t>("llama.context_length", c.n_ctx);

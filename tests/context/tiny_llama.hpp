@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "mnemo/base/rng.hpp"
-#include "mnemo/model/gguf_writer.hpp"
+#include "mnemo/gguf/writer.hpp"
 #include "mnemo/model/llama.hpp"
 
 namespace mnemo_test {
@@ -26,7 +26,7 @@ struct tiny_llama_spec {
 };
 
 inline mnemo::result<mnemo::model::llama_model> make_tiny_llama(const tiny_llama_spec& s) {
-  mnemo::model::gguf_writer w;
+  mnemo::gguf::writer w;
   auto key_u32 = [&](const char* k, std::uint32_t v) {
     if (s.drop_key != k) w.add<std::uint32_t>(k, v);
   };
@@ -75,7 +75,7 @@ inline mnemo::result<mnemo::model::llama_model> make_tiny_llama(const tiny_llama
            0.0f);
   }
   MNEMO_ASSIGN_OR_RETURN(auto bytes, w.to_bytes());
-  MNEMO_ASSIGN_OR_RETURN(auto file, mnemo::model::gguf_file::from_owned_bytes(std::move(bytes)));
+  MNEMO_ASSIGN_OR_RETURN(auto file, mnemo::gguf::file::from_owned_bytes(std::move(bytes)));
   return mnemo::model::llama_model::load(std::move(file));
 }
 

@@ -1,4 +1,4 @@
-// Shared by the GGUF mutation test (tests/model/gguf_mutation_test.cpp) and the libFuzzer
+// Shared by the GGUF mutation test (tests/gguf/mutation_test.cpp) and the libFuzzer
 // target (tests/fuzz/gguf_fuzzer.cpp): small valid seed files, and a walk that touches
 // every byte the reader hands out, with consistency checks.
 #pragma once
@@ -11,10 +11,10 @@
 #include <string_view>
 #include <vector>
 
-#include "mnemo/model/gguf.hpp"
-#include "mnemo/model/gguf_writer.hpp"
+#include "mnemo/gguf/file.hpp"
+#include "mnemo/gguf/writer.hpp"
 
-namespace mnemo::model::fuzz {
+namespace mnemo::gguf::fuzz {
 
 /// Small valid files that together use every value type, both versions, several
 /// alignments and several tensor types: the starting points for mutations.
@@ -26,7 +26,7 @@ inline std::vector<std::vector<std::byte>> seed_files() {
     return d;
   };
   {  // every scalar and array type, v3, default alignment, mnemo's storage types
-    gguf_writer w(3);
+    gguf::writer w(3);
     w.add("general.architecture", std::string_view("llama"))
         .add("a.u8", std::uint8_t{200})
         .add("a.i8", std::int8_t{-100})
@@ -56,13 +56,13 @@ inline std::vector<std::vector<std::byte>> seed_files() {
     seeds.push_back(w.to_bytes().value());
   }
   {  // v2, alignment 8
-    gguf_writer w(2);
+    gguf::writer w(2);
     w.add("general.alignment", std::uint32_t{8}).add("x.name", std::string_view("v2"));
     w.add_tensor("a", {3}, 0, bytes_of(12, 6)).add_tensor("b", {5}, 26, bytes_of(20, 7));
     seeds.push_back(w.to_bytes().value());
   }
   {  // alignment 1, no tensors (a vocabulary-only file)
-    gguf_writer w(3);
+    gguf::writer w(3);
     w.add("general.alignment", std::uint32_t{1});
     const std::vector<std::string> toks{"a", "b", "ab", "abc"};
     const std::array<std::uint64_t, 2> big{0, ~std::uint64_t{0}};
@@ -70,7 +70,7 @@ inline std::vector<std::vector<std::byte>> seed_files() {
     seeds.push_back(w.to_bytes().value());
   }
   {  // alignment 64, a k-quant, an empty tensor
-    gguf_writer w(3);
+    gguf::writer w(3);
     w.add("general.alignment", std::uint32_t{64}).add("x.f64", -0.0);
     w.add_tensor("k", {256}, 12, bytes_of(144, 8)).add_tensor("z", {0, 4}, 0, {});
     w.add_tensor("i", {2, 2}, 27, bytes_of(32, 9));
@@ -83,7 +83,7 @@ inline std::vector<std::vector<std::byte>> seed_files() {
 /// last byte of every string and tensor. Returns a checksum (so the reads are not
 /// optimised away) and sets `consistent` to false when a view escapes the file or a
 /// lookup disagrees with the tables.
-inline std::uint64_t walk(const gguf_file& f, bool& consistent) {
+inline std::uint64_t walk(const gguf::file& f, bool& consistent) {
   consistent = true;
   const std::byte* lo = f.bytes().data();
   const std::byte* hi = lo + f.bytes().size();
@@ -97,29 +97,29 @@ inline std::uint64_t walk(const gguf_file& f, bool& consistent) {
     if (!s.empty())
       sum += static_cast<unsigned char>(s.front()) + static_cast<unsigned char>(s.back());
   };
-  for (const gguf_kv& kv : f.metadata()) {
+  for (const gguf::kv& kv : f.metadata()) {
     touch(kv.key());
     if (f.find(kv.key()) != &kv) consistent = false;
-    const gguf_type t = kv.element_type();
+    const gguf::meta_type t = kv.element_type();
     if (!kv.is_array()) {
       if (is_integer(t)) sum += static_cast<std::uint64_t>(kv.get<std::int64_t>().value_or(7));
-      if (t == gguf_type::f32 || t == gguf_type::f64) sum += kv.get<double>().is_ok();
-      if (t == gguf_type::boolean) sum += kv.get<bool>().value();
-      if (t == gguf_type::string) touch(kv.get<std::string_view>().value());
+      if (t == gguf::meta_type::f32 || t == gguf::meta_type::f64) sum += kv.get<double>().is_ok();
+      if (t == gguf::meta_type::boolean) sum += kv.get<bool>().value();
+      if (t == gguf::meta_type::string) touch(kv.get<std::string_view>().value());
       continue;
     }
     // (Results are kept in locals: a range-for over `temporary.value()` would dangle.)
-    if (t == gguf_type::string) {
+    if (t == gguf::meta_type::string) {
       const auto a = kv.get_array<std::string_view>();
       if (!a.is_ok() || a->size() != kv.size()) consistent = false;
       if (a.is_ok())
         for (std::string_view s : *a) touch(s);
-    } else if (t == gguf_type::boolean) {
+    } else if (t == gguf::meta_type::boolean) {
       const auto a = kv.get_array<bool>();
       if (!a.is_ok()) consistent = false;
       if (a.is_ok())
         for (bool b : *a) sum += b;
-    } else if (t == gguf_type::f32 || t == gguf_type::f64) {
+    } else if (t == gguf::meta_type::f32 || t == gguf::meta_type::f64) {
       const auto a = kv.get_array_as<double>();
       if (!a.is_ok()) consistent = false;
       if (a.is_ok())
@@ -132,7 +132,7 @@ inline std::uint64_t walk(const gguf_file& f, bool& consistent) {
         consistent = false;
     }
   }
-  for (const gguf_tensor& t : f.tensors()) {
+  for (const gguf::tensor& t : f.tensors()) {
     touch(t.name);
     if (f.find_tensor(t.name) != &t || !inside(t.data.data(), t.data.size())) consistent = false;
     if (t.file_offset % f.alignment() != 0 || t.file_offset < f.data_offset()) consistent = false;
@@ -142,4 +142,4 @@ inline std::uint64_t walk(const gguf_file& f, bool& consistent) {
   return sum;
 }
 
-}  // namespace mnemo::model::fuzz
+}  // namespace mnemo::gguf::fuzz

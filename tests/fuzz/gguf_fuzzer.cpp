@@ -9,11 +9,11 @@
 
 #include "fuzz/gguf_fuzz_common.hpp"
 
-#include "mnemo/model/gguf.hpp"
+#include "mnemo/gguf/file.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::span<const std::byte> bytes(reinterpret_cast<const std::byte*>(data), size);
-  auto f = mnemo::model::gguf_file::from_bytes(bytes);
+  auto f = mnemo::gguf::file::from_bytes(bytes);
   if (!f.is_ok()) {
     const auto code = f.error().code();
     if (code != mnemo::status_code::corrupt_data && code != mnemo::status_code::unsupported)
@@ -21,7 +21,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     return 0;
   }
   bool consistent = false;
-  volatile std::uint64_t sink = mnemo::model::fuzz::walk(*f, consistent);
+  volatile std::uint64_t sink = mnemo::gguf::fuzz::walk(*f, consistent);
   (void)sink;
   if (!consistent) __builtin_trap();
   return 0;

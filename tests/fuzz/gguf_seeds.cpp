@@ -10,7 +10,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: %s <existing corpus directory>\n", argv[0]);
     return 2;
   }
-  const auto seeds = mnemo::model::fuzz::seed_files();
+  const auto seeds = mnemo::gguf::fuzz::seed_files();
   for (std::size_t i = 0; i < seeds.size(); ++i) {
     const std::string path = std::string(argv[1]) + "/seed" + std::to_string(i) + ".gguf";
     std::FILE* f = std::fopen(path.c_str(), "wb");

@@ -80,7 +80,7 @@ TEST_P(LlamaFixtures, LogitsMatchLlamaCpp) {
                                   bound_for(model_name, kv));
 }
 
-// gguf_access::read: the same bytes read into memory instead of mapped, so the same
+// gguf::access::read: the same bytes read into memory instead of mapped, so the same
 // logits bit for bit (and so, like the mapped model, llama.cpp's).
 TEST(LlamaFixtures, AFileReadIntoMemoryGivesTheMappedFilesLogits) {
   const std::string stem = "llama-gqa4-f16.multi";
@@ -88,7 +88,7 @@ TEST(LlamaFixtures, AFileReadIntoMemoryGivesTheMappedFilesLogits) {
     GTEST_SKIP() << "fixtures not found in " << MNEMO_FIXTURES_DIR;
   const llama_model* mapped = load_model<llama_model>("llama-gqa4-f16.gguf");
   ASSERT_NE(mapped, nullptr);
-  auto read = llama_model::open(fixture("llama-gqa4-f16.gguf"), model::gguf_access::read);
+  auto read = llama_model::open(fixture("llama-gqa4-f16.gguf"), gguf::access::read);
   ASSERT_TRUE(read.is_ok()) << read.error().to_string();
   fixture_harness::fixture_case fc;
   ASSERT_NO_FATAL_FAILURE(fixture_harness::load_case(stem, fc));

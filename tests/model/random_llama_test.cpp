@@ -31,7 +31,7 @@ TEST(RandomLlama, WritesEveryTensorWithItsShapeAndType) {
   for (element_type t : {element_type::f32, element_type::f16, element_type::q8_0}) {
     const std::string path = temp_path("shapes");
     ASSERT_TRUE(mnemo_examples::write_random_llama(small_config(t), path).is_ok());
-    auto f = mnemo::model::gguf_file::open(path);
+    auto f = mnemo::gguf::file::open(path);
     ASSERT_TRUE(f.is_ok()) << f.error().message();
     EXPECT_EQ(*f->get_string("general.architecture"), "llama");
     EXPECT_EQ(*f->get_u32("llama.attention.head_count_kv"), 2u);
@@ -72,7 +72,7 @@ TEST(RandomLlama, ProjectionsHaveUnitGain) {
   c.n_ff = 256;
   const std::string path = temp_path("gain");
   ASSERT_TRUE(mnemo_examples::write_random_llama(c, path).is_ok());
-  auto f = mnemo::model::gguf_file::open(path);
+  auto f = mnemo::gguf::file::open(path);
   ASSERT_TRUE(f.is_ok());
   auto w = mnemo::model::weight_from_gguf(*f->find_tensor("blk.0.attn_q.weight"), 256, 256);
   ASSERT_TRUE(w.is_ok());
@@ -98,8 +98,8 @@ TEST(RandomLlama, SameSeedSameBytesOtherSeedOtherBytes) {
   ASSERT_TRUE(mnemo_examples::write_random_llama(c, b).is_ok());
   c.seed = 8;
   ASSERT_TRUE(mnemo_examples::write_random_llama(c, d).is_ok());
-  auto fa = mnemo::model::gguf_file::open(a), fb = mnemo::model::gguf_file::open(b),
-       fd = mnemo::model::gguf_file::open(d);
+  auto fa = mnemo::gguf::file::open(a), fb = mnemo::gguf::file::open(b),
+       fd = mnemo::gguf::file::open(d);
   ASSERT_TRUE(fa.is_ok() && fb.is_ok() && fd.is_ok());
   EXPECT_TRUE(std::ranges::equal(fa->bytes(), fb->bytes()));
   EXPECT_FALSE(std::ranges::equal(fa->bytes(), fd->bytes()));
@@ -129,8 +129,8 @@ TEST(RandomLlama, CopiesAVocabulary) {
   c.vocab_from = vocab;
   const std::string path = temp_path("vocab");
   ASSERT_TRUE(mnemo_examples::write_random_llama(c, path).is_ok());
-  auto f = mnemo::model::gguf_file::open(path);
-  auto src = mnemo::model::gguf_file::open(vocab);
+  auto f = mnemo::gguf::file::open(path);
+  auto src = mnemo::gguf::file::open(vocab);
   ASSERT_TRUE(f.is_ok() && src.is_ok());
   auto t1 = f->get_array<std::string_view>("tokenizer.ggml.tokens");
   auto t2 = src->get_array<std::string_view>("tokenizer.ggml.tokens");

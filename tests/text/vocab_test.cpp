@@ -1,5 +1,5 @@
 // Loading tokenizer metadata: malformed tables get a clear status at load (each case is
-// a small GGUF written with gguf_writer), and a hand-checked tiny vocabulary of each
+// a small GGUF written with gguf::writer), and a hand-checked tiny vocabulary of each
 // family encodes as worked out on paper.
 #include <cstdint>
 #include <string>
@@ -8,15 +8,14 @@
 
 #include <gtest/gtest.h>
 
-#include "mnemo/model/gguf.hpp"
-#include "mnemo/model/gguf_writer.hpp"
+#include "mnemo/gguf/file.hpp"
+#include "mnemo/gguf/writer.hpp"
 #include "mnemo/text/text.hpp"
 
 namespace {
 
 using mnemo::status_code;
-using mnemo::model::gguf_file;
-using mnemo::model::gguf_writer;
+namespace gguf = mnemo::gguf;
 using mnemo::text::token_id;
 using mnemo::text::tokenizer;
 
@@ -56,15 +55,15 @@ struct bpe_parts {
   std::string pre = "gpt-2";
 };
 
-mnemo::result<tokenizer> load(const gguf_writer& w) {
+mnemo::result<tokenizer> load(const gguf::writer& w) {
   auto bytes = w.to_bytes();
   if (!bytes.is_ok()) return bytes.error();
-  MNEMO_ASSIGN_OR_RETURN(gguf_file f, gguf_file::from_owned_bytes(std::move(bytes).value()));
+  MNEMO_ASSIGN_OR_RETURN(gguf::file f, gguf::file::from_owned_bytes(std::move(bytes).value()));
   return tokenizer::from_gguf(f);
 }
 
-gguf_writer write_spm(const spm_parts& p) {
-  gguf_writer w;
+gguf::writer write_spm(const spm_parts& p) {
+  gguf::writer w;
   w.add_string("tokenizer.ggml.model", "llama")
       .add_array("tokenizer.ggml.tokens", p.tokens)
       .add_array<float>("tokenizer.ggml.scores", p.scores)
@@ -75,8 +74,8 @@ gguf_writer write_spm(const spm_parts& p) {
   return w;
 }
 
-gguf_writer write_bpe(const bpe_parts& p) {
-  gguf_writer w;
+gguf::writer write_bpe(const bpe_parts& p) {
+  gguf::writer w;
   w.add_string("tokenizer.ggml.model", "gpt2")
       .add_string("tokenizer.ggml.pre", p.pre)
       .add_array("tokenizer.ggml.tokens", p.tokens)
@@ -120,35 +119,35 @@ TEST(TinyVocab, BpeMergesByRank) {
 }
 
 TEST(MalformedVocab, UnknownOrMissingModel) {
-  gguf_writer none;
+  gguf::writer none;
   none.add_array("tokenizer.ggml.tokens", spm_parts{}.tokens);
   expect_status(load(none), status_code::not_found, "tokenizer.ggml.model");
 
   spm_parts p;
-  gguf_writer bert;
+  gguf::writer bert;
   bert.add_string("tokenizer.ggml.model", "bert").add_array("tokenizer.ggml.tokens", p.tokens);
   expect_status(load(bert), status_code::unsupported, "bert");
 }
 
 TEST(MalformedVocab, MissingArrays) {
-  gguf_writer no_tokens;
+  gguf::writer no_tokens;
   no_tokens.add_string("tokenizer.ggml.model", "llama");
   expect_status(load(no_tokens), status_code::not_found, "tokenizer.ggml.tokens");
 
   spm_parts p;
-  gguf_writer no_scores;
+  gguf::writer no_scores;
   no_scores.add_string("tokenizer.ggml.model", "llama")
       .add_array("tokenizer.ggml.tokens", p.tokens);
   expect_status(load(no_scores), status_code::not_found, "tokenizer.ggml.scores");
 
   bpe_parts b;
-  gguf_writer no_merges;
+  gguf::writer no_merges;
   no_merges.add_string("tokenizer.ggml.model", "gpt2")
       .add_string("tokenizer.ggml.pre", "gpt-2")
       .add_array("tokenizer.ggml.tokens", b.tokens);
   expect_status(load(no_merges), status_code::not_found, "tokenizer.ggml.merges");
 
-  gguf_writer wrong_type;
+  gguf::writer wrong_type;
   const std::vector<std::uint32_t> numbers = {1, 2, 3};
   wrong_type.add_string("tokenizer.ggml.model", "llama")
       .add_array<std::uint32_t>("tokenizer.ggml.tokens", numbers);
@@ -197,7 +196,7 @@ TEST(MalformedVocab, PreTokenizerNames) {
   expect_status(load(write_bpe(p)), status_code::unsupported, "llama-bpe");
 
   bpe_parts b;
-  gguf_writer no_pre;
+  gguf::writer no_pre;
   no_pre.add_string("tokenizer.ggml.model", "gpt2")
       .add_array("tokenizer.ggml.tokens", b.tokens)
       .add_array("tokenizer.ggml.merges", b.merges);
@@ -206,7 +205,7 @@ TEST(MalformedVocab, PreTokenizerNames) {
 
 TEST(MalformedVocab, SpecialIdOutOfRange) {
   spm_parts p;
-  gguf_writer w;
+  gguf::writer w;
   w.add_string("tokenizer.ggml.model", "llama")
       .add_array("tokenizer.ggml.tokens", p.tokens)
       .add_array<float>("tokenizer.ggml.scores", p.scores)
@@ -215,7 +214,7 @@ TEST(MalformedVocab, SpecialIdOutOfRange) {
 }
 
 TEST(MalformedVocab, EmptyTokenList) {
-  gguf_writer w;
+  gguf::writer w;
   w.add_string("tokenizer.ggml.model", "llama")
       .add_array("tokenizer.ggml.tokens", std::vector<std::string>{})
       .add_array<float>("tokenizer.ggml.scores", std::vector<float>{});

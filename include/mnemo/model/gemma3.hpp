@@ -29,6 +29,7 @@
 #include "mnemo/base/aligned_buffer.hpp"
 #include "mnemo/base/parallel.hpp"
 #include "mnemo/batch/ubatch.hpp"
+#include "mnemo/gguf/file.hpp"
 #include "mnemo/memory/concepts.hpp"
 #include "mnemo/memory/full_cache.hpp"
 #include "mnemo/memory/layered.hpp"
@@ -37,7 +38,6 @@
 #include "mnemo/memory/split_window.hpp"
 #include "mnemo/model/decoder_blocks.hpp"
 #include "mnemo/model/gemma3_hparams.hpp"
-#include "mnemo/model/gguf.hpp"
 #include "mnemo/model/layers.hpp"
 #include "mnemo/model/matmul.hpp"
 #include "mnemo/model/output_head.hpp"
@@ -86,14 +86,15 @@ class gemma3_model {
       memory::layered<memory::split_stream<KE, VE>, memory::split_window<KE, VE>>;
 
   /// Reads the hyper-parameters and checks every tensor's presence, shape and type.
-  static result<gemma3_model> load(gguf_file file) {
+  static result<gemma3_model> load(gguf::file file) {
     gemma3_model m;
     MNEMO_ASSIGN_OR_RETURN(m.hp_, read_gemma3_hparams(file));
     m.file_.emplace(std::move(file));  // tensor views stay valid: the mapping does not move
     MNEMO_RETURN_IF_ERROR(m.bind_tensors());
     return m;
   }
-  static result<gemma3_model> open(const std::string& path, gguf_access access = gguf_access::map) {
+  static result<gemma3_model> open(const std::string& path,
+                                   gguf::access access = gguf::access::map) {
     return open_model<gemma3_model>(path, access);
   }
 
@@ -104,7 +105,7 @@ class gemma3_model {
   std::uint32_t n_vocab() const noexcept { return hp_.n_vocab; }
   std::uint32_t n_embd() const noexcept { return hp_.n_embd; }
   std::uint32_t n_layer() const noexcept { return hp_.n_layer; }
-  const gguf_file& file() const noexcept { return *file_; }
+  const gguf::file& file() const noexcept { return *file_; }
   /// Bytes of the q4_0 weights' tiles held besides the mapping (q4_0_tiles.hpp).
   std::size_t tile_bytes() const noexcept { return tiles_.bytes(); }
 
@@ -381,8 +382,8 @@ class gemma3_model {
     return {};
   }
 
-  std::optional<gguf_file> file_;  // optional only because gguf_file has no empty state
-  weight_tiles tiles_;             // the q4_0 weights' tiles (q4_0_tiles.hpp)
+  std::optional<gguf::file> file_;  // optional only because gguf::file has no empty state
+  weight_tiles tiles_;              // the q4_0 weights' tiles (q4_0_tiles.hpp)
   gemma3_hparams hp_;
   output_head head_;
   std::vector<gemma3_layer> layers_;

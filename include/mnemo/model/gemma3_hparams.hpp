@@ -21,7 +21,7 @@
 #include "mnemo/attention/params.hpp"
 #include "mnemo/attention/rope.hpp"
 #include "mnemo/base/result.hpp"
-#include "mnemo/model/gguf.hpp"
+#include "mnemo/gguf/file.hpp"
 #include "mnemo/model/hparams_common.hpp"
 
 namespace mnemo::model {
@@ -86,7 +86,7 @@ namespace detail {
 inline status read_swa_pattern(const arch_keys::reader& k, gemma3_hparams& h) {
   h.is_swa.assign(h.n_layer, 0);
   if (h.n_swa == 0) return {};  // no window: every layer is global
-  const gguf_kv* kv = k.find("attention.sliding_window_pattern");
+  const gguf::kv* kv = k.find("attention.sliding_window_pattern");
   if (kv != nullptr && kv->is_array()) {
     if (kv->size() != h.n_layer)
       return make_status(status_code::invalid_argument,
@@ -111,7 +111,7 @@ inline status read_swa_pattern(const arch_keys::reader& k, gemma3_hparams& h) {
 
 /// Reads and checks the hyper-parameters. n_vocab comes from token_embd, checked
 /// against gemma3.vocab_size when that key is set.
-inline result<gemma3_hparams> read_gemma3_hparams(const gguf_file& f) {
+inline result<gemma3_hparams> read_gemma3_hparams(const gguf::file& f) {
   const detail::arch_keys::reader k(f, "gemma3");
   MNEMO_RETURN_IF_ERROR(k.check_arch());
   gemma3_hparams h;
@@ -145,7 +145,7 @@ inline result<gemma3_hparams> read_gemma3_hparams(const gguf_file& f) {
                        static_cast<double>(h.final_softcap));
   MNEMO_RETURN_IF_ERROR(detail::read_swa_pattern(k, h));
 
-  if (const gguf_kv* kv = k.find("rope.scaling.type")) {
+  if (const gguf::kv* kv = k.find("rope.scaling.type")) {
     MNEMO_ASSIGN_OR_RETURN(std::string_view type, kv->get<std::string_view>());
     if (type == "linear") {
       MNEMO_ASSIGN_OR_RETURN(float factor, k.f32("rope.scaling.factor", 1.0f));
@@ -161,7 +161,7 @@ inline result<gemma3_hparams> read_gemma3_hparams(const gguf_file& f) {
   for (std::size_t l = 0; l < h.n_layer; ++l)
     MNEMO_RETURN_IF_ERROR(h.rope(l).validate(h.d_k).with_context("gemma3"));
 
-  MNEMO_ASSIGN_OR_RETURN(const gguf_tensor* embd, f.require_tensor("token_embd.weight"));
+  MNEMO_ASSIGN_OR_RETURN(const gguf::tensor* embd, f.require_tensor("token_embd.weight"));
   h.n_vocab = static_cast<std::uint32_t>(embd->dims[1]);
   MNEMO_ASSIGN_OR_RETURN(std::uint32_t vocab_key, k.u32("vocab_size", h.n_vocab));
   if (vocab_key != h.n_vocab || h.n_vocab == 0)

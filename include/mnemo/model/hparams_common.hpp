@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "mnemo/base/result.hpp"
-#include "mnemo/model/gguf.hpp"
+#include "mnemo/gguf/file.hpp"
 
 namespace mnemo::model {
 
@@ -19,18 +19,18 @@ namespace detail::arch_keys {
 /// Reads `ARCH.SUFFIX` keys of one architecture with llama.cpp's defaults.
 class reader {
  public:
-  reader(const gguf_file& f, std::string_view arch) : f_(&f), arch_(arch) {}
+  reader(const gguf::file& f, std::string_view arch) : f_(&f), arch_(arch) {}
 
   std::string key(std::string_view suffix) const {
     return std::string(arch_) + "." + std::string(suffix);
   }
-  const gguf_kv* find(std::string_view suffix) const { return f_->find(key(suffix)); }
+  const gguf::kv* find(std::string_view suffix) const { return f_->find(key(suffix)); }
 
   /// A u32 key, `fallback` when absent (`required`: not_found instead).
   result<std::uint32_t> u32(std::string_view suffix, std::uint32_t fallback,
                             bool required = false) const {
     const std::string k = key(suffix);
-    const gguf_kv* kv = f_->find(k);
+    const gguf::kv* kv = f_->find(k);
     if (kv == nullptr) return missing(k, fallback, required);
     auto v = kv->get<std::uint32_t>();
     if (!v.is_ok()) return status(v.error()).with_context(std::string(arch_));
@@ -38,14 +38,14 @@ class reader {
   }
   result<float> f32(std::string_view suffix, float fallback, bool required = false) const {
     const std::string k = key(suffix);
-    const gguf_kv* kv = f_->find(k);
+    const gguf::kv* kv = f_->find(k);
     if (kv == nullptr) return missing(k, fallback, required);
     auto v = kv->get<float>();
     if (!v.is_ok()) return status(v.error()).with_context(std::string(arch_));
     return *v;
   }
   result<bool> boolean(std::string_view suffix, bool fallback) const {
-    const gguf_kv* kv = f_->find(key(suffix));
+    const gguf::kv* kv = f_->find(key(suffix));
     if (kv == nullptr) return fallback;
     auto v = kv->get<bool>();
     if (!v.is_ok()) return status(v.error()).with_context(std::string(arch_));
@@ -57,7 +57,7 @@ class reader {
                                                const std::vector<std::uint32_t>& fallback,
                                                std::uint32_t n_layer) const {
     const std::string k = key(suffix);
-    const gguf_kv* kv = f_->find(k);
+    const gguf::kv* kv = f_->find(k);
     if (kv == nullptr) return fallback;
     if (!kv->is_array()) {
       MNEMO_ASSIGN_OR_RETURN(std::uint32_t v, u32(suffix, 0));
@@ -76,7 +76,7 @@ class reader {
   /// accepts both; models with uniform layers refuse differing values).
   result<std::uint32_t> uniform_u32(std::string_view suffix, std::uint32_t fallback,
                                     std::uint32_t n_layer) const {
-    const gguf_kv* kv = find(suffix);
+    const gguf::kv* kv = find(suffix);
     if (kv == nullptr || !kv->is_array()) return u32(suffix, fallback);
     MNEMO_ASSIGN_OR_RETURN(auto a, per_layer(suffix, {}, n_layer));
     for (std::uint32_t v : a)
@@ -116,7 +116,7 @@ class reader {
 
   /// n_vocab from token_embd.weight's rows, checked against ARCH.vocab_size if set.
   result<std::uint32_t> vocab() const {
-    MNEMO_ASSIGN_OR_RETURN(const gguf_tensor* embd, f_->require_tensor("token_embd.weight"));
+    MNEMO_ASSIGN_OR_RETURN(const gguf::tensor* embd, f_->require_tensor("token_embd.weight"));
     const auto n = static_cast<std::uint32_t>(embd->dims[1]);
     MNEMO_ASSIGN_OR_RETURN(std::uint32_t key_n, u32("vocab_size", n));
     if (key_n != n || n == 0)
@@ -135,7 +135,7 @@ class reader {
     return fallback;
   }
 
-  const gguf_file* f_;
+  const gguf::file* f_;
   std::string_view arch_;
 };
 

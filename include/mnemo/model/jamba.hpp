@@ -23,12 +23,12 @@
 #include "mnemo/attention/attend.hpp"
 #include "mnemo/base/aligned_buffer.hpp"
 #include "mnemo/batch/ubatch.hpp"
+#include "mnemo/gguf/file.hpp"
 #include "mnemo/memory/concepts.hpp"
 #include "mnemo/memory/full_cache.hpp"
 #include "mnemo/memory/recurrent.hpp"
 #include "mnemo/memory/split_stream.hpp"
 #include "mnemo/model/decoder_blocks.hpp"
-#include "mnemo/model/gguf.hpp"
 #include "mnemo/model/jamba_hparams.hpp"
 #include "mnemo/model/layers.hpp"
 #include "mnemo/model/mamba_mixer.hpp"
@@ -63,14 +63,15 @@ class jamba_model {
  public:
   using workspace = jamba_workspace;
 
-  static result<jamba_model> load(gguf_file file) {
+  static result<jamba_model> load(gguf::file file) {
     jamba_model m;
     MNEMO_ASSIGN_OR_RETURN(m.hp_, read_jamba_hparams(file));
     m.file_.emplace(std::move(file));
     MNEMO_RETURN_IF_ERROR(m.bind_tensors().with_context("jamba"));
     return m;
   }
-  static result<jamba_model> open(const std::string& path, gguf_access access = gguf_access::map) {
+  static result<jamba_model> open(const std::string& path,
+                                  gguf::access access = gguf::access::map) {
     return open_model<jamba_model>(path, access);
   }
 
@@ -81,7 +82,7 @@ class jamba_model {
   std::uint32_t n_vocab() const noexcept { return hp_.n_vocab; }
   std::uint32_t n_embd() const noexcept { return hp_.n_embd; }
   std::uint32_t n_layer() const noexcept { return hp_.n_layer; }
-  const gguf_file& file() const noexcept { return *file_; }
+  const gguf::file& file() const noexcept { return *file_; }
   /// Bytes of the q4_0 weights' tiles held besides the mapping (q4_0_tiles.hpp).
   std::size_t tile_bytes() const noexcept { return tiles_.bytes(); }
 
@@ -185,7 +186,7 @@ class jamba_model {
   jamba_model() = default;
 
   status bind_tensors() {
-    const gguf_file& f = *file_;
+    const gguf::file& f = *file_;
     const std::size_t E = hp_.n_embd, V = hp_.n_vocab;
     const decoder_dims d = dims_of(hp_);
     const tensor_binder bind(f, {}, &tiles_);  // load() puts "jamba" on every binding error
@@ -222,7 +223,7 @@ class jamba_model {
     return {};
   }
 
-  std::optional<gguf_file> file_;
+  std::optional<gguf::file> file_;
   weight_tiles tiles_;  // the q4_0 weights' tiles (q4_0_tiles.hpp)
   jamba_hparams hp_;
   output_head head_;

@@ -11,7 +11,7 @@
 
 #include "mnemo/attention/params.hpp"
 #include "mnemo/base/result.hpp"
-#include "mnemo/model/gguf.hpp"
+#include "mnemo/gguf/file.hpp"
 #include "mnemo/model/mamba_hparams.hpp"
 
 namespace mnemo::model {
@@ -44,7 +44,7 @@ struct jamba_hparams {
 };
 
 /// Reads and checks a `jamba` file's hyper-parameters.
-inline result<jamba_hparams> read_jamba_hparams(const gguf_file& f) {
+inline result<jamba_hparams> read_jamba_hparams(const gguf::file& f) {
   const detail::arch_keys::reader r(f, "jamba");
   MNEMO_RETURN_IF_ERROR(r.check_arch());
   jamba_hparams h;

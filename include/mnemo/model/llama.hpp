@@ -3,7 +3,7 @@
 // output, and the Mistral sliding window when the file sets one. The forward pass
 // follows llama.cpp's llm_build_llama (fixtures/MODELS.md §3).
 //
-// The model owns its gguf_file (weights are views into the mapping; q4_0 ones also have
+// The model owns its gguf::file (weights are views into the mapping; q4_0 ones also have
 // tiles, q4_0_tiles.hpp) and is written against memory::kv_memory only: it writes each
 // layer's K/V of the micro-batch the memory applied and attends the views the memory
 // gives, whatever the strategy.
@@ -25,10 +25,10 @@
 #include "mnemo/base/aligned_buffer.hpp"
 #include "mnemo/batch/ubatch.hpp"
 #include "mnemo/evict/observe.hpp"
+#include "mnemo/gguf/file.hpp"
 #include "mnemo/memory/concepts.hpp"
 #include "mnemo/memory/full_cache.hpp"
 #include "mnemo/model/decoder_blocks.hpp"
-#include "mnemo/model/gguf.hpp"
 #include "mnemo/model/layers.hpp"
 #include "mnemo/model/llama_hparams.hpp"
 #include "mnemo/model/matmul.hpp"
@@ -70,14 +70,15 @@ class llama_model {
   using workspace = llama_workspace;
 
   /// Reads the hyper-parameters and checks every tensor's presence, shape and type.
-  static result<llama_model> load(gguf_file file) {
+  static result<llama_model> load(gguf::file file) {
     llama_model m;
     MNEMO_ASSIGN_OR_RETURN(m.hp_, read_llama_hparams(file));
     m.file_.emplace(std::move(file));  // tensor views stay valid: the mapping does not move
     MNEMO_RETURN_IF_ERROR(m.bind_tensors());
     return m;
   }
-  static result<llama_model> open(const std::string& path, gguf_access access = gguf_access::map) {
+  static result<llama_model> open(const std::string& path,
+                                  gguf::access access = gguf::access::map) {
     return open_model<llama_model>(path, access);
   }
 
@@ -89,7 +90,7 @@ class llama_model {
   std::uint32_t n_embd() const noexcept { return hp_.n_embd; }
   std::uint32_t n_layer() const noexcept { return hp_.n_layer; }
   bool tied_output() const noexcept { return head_.tied; }
-  const gguf_file& file() const noexcept { return *file_; }
+  const gguf::file& file() const noexcept { return *file_; }
   /// Bytes of the q4_0 weights' tiles held besides the mapping (q4_0_tiles.hpp).
   std::size_t tile_bytes() const noexcept { return tiles_.bytes(); }
 
@@ -223,8 +224,8 @@ class llama_model {
     return {};
   }
 
-  std::optional<gguf_file> file_;  // optional only because gguf_file has no empty state
-  weight_tiles tiles_;             // the q4_0 weights' tiles (q4_0_tiles.hpp)
+  std::optional<gguf::file> file_;  // optional only because gguf::file has no empty state
+  weight_tiles tiles_;              // the q4_0 weights' tiles (q4_0_tiles.hpp)
   llama_hparams hp_;
   output_head head_;
   std::vector<llama_layer> layers_;

@@ -13,7 +13,7 @@
 #include "mnemo/attention/params.hpp"
 #include "mnemo/attention/rope.hpp"
 #include "mnemo/base/result.hpp"
-#include "mnemo/model/gguf.hpp"
+#include "mnemo/gguf/file.hpp"
 #include "mnemo/model/hparams_common.hpp"
 
 namespace mnemo::model {
@@ -52,7 +52,7 @@ struct llama_hparams {
 
 /// Reads and checks the hyper-parameters. n_vocab comes from token_embd (the tensor
 /// every llama file has), checked against llama.vocab_size when that key is set.
-inline result<llama_hparams> read_llama_hparams(const gguf_file& f) {
+inline result<llama_hparams> read_llama_hparams(const gguf::file& f) {
   const detail::arch_keys::reader r(f, "llama");
   MNEMO_RETURN_IF_ERROR(r.check_arch());
   llama_hparams h;
@@ -81,7 +81,7 @@ inline result<llama_hparams> read_llama_hparams(const gguf_file& f) {
 
   // Position scaling: none or linear (freq_scale = 1 / factor); YaRN, LongRoPE and
   // Llama-3 frequency factors change the angles and are refused rather than ignored.
-  if (const gguf_kv* kv = f.find("llama.rope.scaling.type")) {
+  if (const gguf::kv* kv = f.find("llama.rope.scaling.type")) {
     MNEMO_ASSIGN_OR_RETURN(std::string_view type, kv->get<std::string_view>());
     if (type == "linear") {
       MNEMO_ASSIGN_OR_RETURN(float factor, r.f32("rope.scaling.factor", 1.0f));
@@ -100,7 +100,7 @@ inline result<llama_hparams> read_llama_hparams(const gguf_file& f) {
                        "supported");
   MNEMO_RETURN_IF_ERROR(h.rope().validate(h.d_k).with_context("llama"));
 
-  MNEMO_ASSIGN_OR_RETURN(const gguf_tensor* embd, f.require_tensor("token_embd.weight"));
+  MNEMO_ASSIGN_OR_RETURN(const gguf::tensor* embd, f.require_tensor("token_embd.weight"));
   h.n_vocab = static_cast<std::uint32_t>(embd->dims[1]);
   MNEMO_ASSIGN_OR_RETURN(std::uint32_t vocab_key, r.u32("vocab_size", h.n_vocab));
   if (vocab_key != h.n_vocab || h.n_vocab == 0)

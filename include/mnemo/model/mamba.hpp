@@ -4,7 +4,7 @@
 // llama.cpp's llama_model_mamba::graph (fixtures MODELS.md §5); the mixer is
 // mamba_mixer.hpp.
 //
-// The model owns its gguf_file and is written against recurrent_state_memory only:
+// The model owns its gguf::file and is written against recurrent_state_memory only:
 // memory::recurrent, or a composite whose every layer is recurrent.
 //
 //   MNEMO_ASSIGN_OR_RETURN(auto m, model::mamba_model::open("mamba.gguf"));
@@ -18,8 +18,8 @@
 
 #include "mnemo/base/aligned_buffer.hpp"
 #include "mnemo/batch/ubatch.hpp"
+#include "mnemo/gguf/file.hpp"
 #include "mnemo/memory/recurrent.hpp"
-#include "mnemo/model/gguf.hpp"
 #include "mnemo/model/layers.hpp"
 #include "mnemo/model/mamba_hparams.hpp"
 #include "mnemo/model/mamba_mixer.hpp"
@@ -52,14 +52,15 @@ class mamba_model {
   using workspace = mamba_workspace;
 
   /// Reads the hyper-parameters and checks every tensor's presence, shape and type.
-  static result<mamba_model> load(gguf_file file) {
+  static result<mamba_model> load(gguf::file file) {
     mamba_model m;
     MNEMO_ASSIGN_OR_RETURN(m.hp_, read_mamba_hparams(file));
     m.file_.emplace(std::move(file));
     MNEMO_RETURN_IF_ERROR(m.bind_tensors().with_context("mamba"));
     return m;
   }
-  static result<mamba_model> open(const std::string& path, gguf_access access = gguf_access::map) {
+  static result<mamba_model> open(const std::string& path,
+                                  gguf::access access = gguf::access::map) {
     return open_model<mamba_model>(path, access);
   }
 
@@ -71,7 +72,7 @@ class mamba_model {
   std::uint32_t n_embd() const noexcept { return hp_.n_embd; }
   std::uint32_t n_layer() const noexcept { return hp_.n_layer; }
   bool tied_output() const noexcept { return head_.tied; }
-  const gguf_file& file() const noexcept { return *file_; }
+  const gguf::file& file() const noexcept { return *file_; }
   /// Bytes of the q4_0 weights' tiles held besides the mapping (q4_0_tiles.hpp).
   std::size_t tile_bytes() const noexcept { return tiles_.bytes(); }
 
@@ -132,7 +133,7 @@ class mamba_model {
   mamba_model() = default;
 
   status bind_tensors() {
-    const gguf_file& f = *file_;
+    const gguf::file& f = *file_;
     const tensor_binder bind(f, {}, &tiles_);  // load() puts "mamba" on every binding error
     const std::size_t E = hp_.n_embd, V = hp_.n_vocab;
     MNEMO_RETURN_IF_ERROR(head_.bind(bind, E, V));
@@ -153,8 +154,8 @@ class mamba_model {
     return {};
   }
 
-  std::optional<gguf_file> file_;  // optional only because gguf_file has no empty state
-  weight_tiles tiles_;             // the q4_0 weights' tiles (q4_0_tiles.hpp)
+  std::optional<gguf::file> file_;  // optional only because gguf::file has no empty state
+  weight_tiles tiles_;              // the q4_0 weights' tiles (q4_0_tiles.hpp)
   mamba_hparams hp_;
   output_head head_;
   std::vector<std::vector<float>> attn_norm_;  // [n_layer][n_embd]

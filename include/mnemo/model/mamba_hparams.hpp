@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "mnemo/base/result.hpp"
-#include "mnemo/model/gguf.hpp"
+#include "mnemo/gguf/file.hpp"
 #include "mnemo/model/hparams_common.hpp"
 #include "mnemo/ssm/types.hpp"
 
@@ -45,7 +45,7 @@ struct mamba_hparams {
 /// The four required ssm.* keys and dt_b_c_rms of architecture `arch`, checked:
 /// d_inner = 2 n_embd (llama.cpp's load_arch_tensors refuses anything else), d_conv in
 /// [2, ssm::k_max_conv], every size > 0.
-inline result<ssm_hparams> read_ssm_hparams(const gguf_file& f, std::string_view arch,
+inline result<ssm_hparams> read_ssm_hparams(const gguf::file& f, std::string_view arch,
                                             std::uint32_t n_embd) {
   const detail::arch_keys::reader r(f, arch);
   ssm_hparams s;
@@ -74,7 +74,7 @@ inline result<ssm_hparams> read_ssm_hparams(const gguf_file& f, std::string_view
 }
 
 /// Reads and checks a `mamba` file's hyper-parameters.
-inline result<mamba_hparams> read_mamba_hparams(const gguf_file& f) {
+inline result<mamba_hparams> read_mamba_hparams(const gguf::file& f) {
   const detail::arch_keys::reader r(f, "mamba");
   MNEMO_RETURN_IF_ERROR(r.check_arch());
   mamba_hparams h;

@@ -21,9 +21,9 @@
 #include "mnemo/base/aligned_buffer.hpp"
 #include "mnemo/base/parallel.hpp"
 #include "mnemo/batch/ubatch.hpp"
+#include "mnemo/gguf/file.hpp"
 #include "mnemo/memory/concepts.hpp"
 #include "mnemo/memory/recurrent.hpp"
-#include "mnemo/model/gguf.hpp"
 #include "mnemo/model/layers.hpp"
 #include "mnemo/model/mamba_hparams.hpp"
 #include "mnemo/model/matmul.hpp"
@@ -65,7 +65,7 @@ enum class mixer_norms { none, required };
 /// Binds layer `prefix` ("blk.N.")'s mixer, checking every tensor's presence, shape and
 /// type. Tensors the forward pass would ignore (biases llama.cpp does not load, norms on
 /// a Mamba-1 layer) are refused, not skipped. q4_0 matrices get their tiles in `tiles`.
-inline result<mamba_mixer> bind_mamba_mixer(const gguf_file& f, const std::string& prefix,
+inline result<mamba_mixer> bind_mamba_mixer(const gguf::file& f, const std::string& prefix,
                                             const ssm_hparams& s, std::uint32_t n_embd,
                                             mixer_norms norms, weight_tiles* tiles = nullptr) {
   const std::size_t E = n_embd, DI = s.d_inner, S = s.d_state, R = s.dt_rank;

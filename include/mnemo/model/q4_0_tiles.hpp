@@ -22,7 +22,7 @@
 
 #include "mnemo/base/aligned_buffer.hpp"
 #include "mnemo/dtype/types.hpp"
-#include "mnemo/model/gguf_tensor.hpp"
+#include "mnemo/gguf/tensor.hpp"
 #include "mnemo/model/weight.hpp"
 #include "mnemo/simd/cpu.hpp"
 #include "mnemo/simd/isa.hpp"
@@ -56,9 +56,9 @@ inline void interleave_q4_0(const weight& w, std::byte* out) noexcept {
 
 /// Bytes that the tiles of every q4_0 matrix among `tensors` take at 64-byte offsets:
 /// the most a model's weight_tiles can be asked for while it binds them.
-inline std::size_t q4_0_tiles_bound(std::span<const gguf_tensor> tensors) noexcept {
+inline std::size_t q4_0_tiles_bound(std::span<const gguf::tensor> tensors) noexcept {
   std::size_t n = 0;
-  for (const gguf_tensor& t : tensors)
+  for (const gguf::tensor& t : tensors)
     if (t.element_type == dtype::element_type::q4_0 && t.n_dims == 2)
       n += (t.dims[1] / k_q4_0_tile_rows * k_q4_0_tile_rows * t.row_bytes + 63) / 64 * 64;
   return n;  // the file holds these bytes as rows, so the sum cannot overflow

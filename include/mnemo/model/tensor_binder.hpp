@@ -2,7 +2,7 @@
 // a model that owns it, bind tensors with their shapes checked, and allocate the f32
 // activation buffers of a workspace.
 //
-//   static result<my_model> open(const std::string& path, gguf_access a = gguf_access::map) {
+//   static result<my_model> open(const std::string& path, gguf::access a = gguf::access::map) {
 //     return open_model<my_model>(path, a);
 //   }
 //   const tensor_binder b(*file_, "llama");
@@ -19,18 +19,18 @@
 
 #include "mnemo/base/aligned_buffer.hpp"
 #include "mnemo/base/result.hpp"
-#include "mnemo/model/gguf.hpp"
+#include "mnemo/gguf/file.hpp"
 #include "mnemo/model/matmul.hpp"
 #include "mnemo/model/q4_0_tiles.hpp"
 #include "mnemo/model/weight.hpp"
 
 namespace mnemo::model {
 
-/// Model::open for every model: gguf_file::open, then Model::load; a load error names
+/// Model::open for every model: gguf::file::open, then Model::load; a load error names
 /// the path.
 template <class Model>
-result<Model> open_model(const std::string& path, gguf_access access) {
-  MNEMO_ASSIGN_OR_RETURN(gguf_file f, gguf_file::open(path, access));
+result<Model> open_model(const std::string& path, gguf::access access) {
+  MNEMO_ASSIGN_OR_RETURN(gguf::file f, gguf::file::open(path, access));
   auto m = Model::load(std::move(f));
   if (!m.is_ok()) return status(m.error()).with_context(path);
   return m;
@@ -43,7 +43,7 @@ result<Model> open_model(const std::string& path, gguf_access access) {
 /// there (q4_0_tiles.hpp); the store must live as long as the weights.
 class tensor_binder {
  public:
-  explicit tensor_binder(const gguf_file& f, std::string_view context = {},
+  explicit tensor_binder(const gguf::file& f, std::string_view context = {},
                          weight_tiles* tiles = nullptr)
       : f_(&f), context_(context), tiles_(tiles) {
     if (tiles_ != nullptr) tiles_->reserve(q4_0_tiles_bound(f.tensors()));
@@ -61,7 +61,7 @@ class tensor_binder {
 
   /// A matrix of ggml ne [n_in, n_out] that only get_row reads (a view into the mapping).
   result<weight> rows(const std::string& name, std::size_t n_in, std::size_t n_out) const {
-    MNEMO_ASSIGN_OR_RETURN(const gguf_tensor* t, f_->require_tensor(name));
+    MNEMO_ASSIGN_OR_RETURN(const gguf::tensor* t, f_->require_tensor(name));
     auto w = weight_from_gguf(*t, n_in, n_out);
     if (!w.is_ok() && !context_.empty()) return status(w.error()).with_context(context_);
     return w;
@@ -88,7 +88,7 @@ class tensor_binder {
   }
 
  private:
-  const gguf_file* f_;
+  const gguf::file* f_;
   std::string_view context_;
   weight_tiles* tiles_;
 };

@@ -11,7 +11,7 @@
 #include "mnemo/base/result.hpp"
 #include "mnemo/base/status.hpp"
 #include "mnemo/dtype/element_type.hpp"
-#include "mnemo/model/gguf_tensor.hpp"
+#include "mnemo/gguf/tensor.hpp"
 
 namespace mnemo::model {
 
@@ -35,7 +35,7 @@ struct weight {
 /// The weight view of a GGUF tensor of ne [n_in, n_out] (a 1-D tensor is one row).
 /// Refuses types mnemo does not store and shapes other than the expected one (pass 0
 /// to accept any n_in / n_out).
-inline result<weight> weight_from_gguf(const gguf_tensor& t, std::size_t expect_n_in,
+inline result<weight> weight_from_gguf(const gguf::tensor& t, std::size_t expect_n_in,
                                        std::size_t expect_n_out) {
   if (!t.element_type)
     return make_status(status_code::unsupported,

@@ -1,7 +1,7 @@
 // tokenizer: text <-> token ids for a vocabulary read from GGUF metadata; dispatches on
 // tokenizer.ggml.model ("llama": SentencePiece-style, "gpt2": byte-level BPE).
 //
-//   MNEMO_ASSIGN_OR_RETURN(auto f, model::gguf_file::open("model.gguf"));
+//   MNEMO_ASSIGN_OR_RETURN(auto f, gguf::file::open("model.gguf"));
 //   MNEMO_ASSIGN_OR_RETURN(text::tokenizer tok, text::tokenizer::from_gguf(f));
 //   std::vector<text::token_id> ids = tok.encode("Hello world");   // BOS as the file asks
 //   MNEMO_ASSIGN_OR_RETURN(std::string s, tok.decode(ids));       // "Hello world"
@@ -21,7 +21,7 @@
 
 #include "mnemo/base/result.hpp"
 #include "mnemo/base/status.hpp"
-#include "mnemo/model/gguf.hpp"
+#include "mnemo/gguf/file.hpp"
 #include "mnemo/text/bpe.hpp"
 #include "mnemo/text/special.hpp"
 #include "mnemo/text/spm.hpp"
@@ -61,14 +61,14 @@ struct encode_scratch {
 class tokenizer {
  public:
   /// See vocab::from_gguf for the statuses.
-  static result<tokenizer> from_gguf(const model::gguf_file& f) {
+  static result<tokenizer> from_gguf(const gguf::file& f) {
     MNEMO_ASSIGN_OR_RETURN(text::vocab v, text::vocab::from_gguf(f));
     return tokenizer(std::move(v));
   }
 
   /// Opens a GGUF file, reads its tokenizer and closes the file again.
   static result<tokenizer> open(const std::string& path) {
-    MNEMO_ASSIGN_OR_RETURN(model::gguf_file f, model::gguf_file::open(path));
+    MNEMO_ASSIGN_OR_RETURN(gguf::file f, gguf::file::open(path));
     return from_gguf(f);
   }
 

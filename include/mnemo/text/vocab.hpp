@@ -1,12 +1,12 @@
 // vocab: a tokenizer vocabulary read from a GGUF file's `tokenizer.ggml.*` metadata and
 // checked once at load, so the encoders never meet a malformed table.
 //
-//   MNEMO_ASSIGN_OR_RETURN(auto f, model::gguf_file::open("model.gguf"));
+//   MNEMO_ASSIGN_OR_RETURN(auto f, gguf::file::open("model.gguf"));
 //   MNEMO_ASSIGN_OR_RETURN(text::vocab v, text::vocab::from_gguf(f));
 //
 // Keys read (see docs/tokenizer.md): model, pre, tokens, scores, token_type, merges,
 // bos/eos/unknown/padding_token_id, add_bos_token, add_eos_token, add_space_prefix.
-// The vocabulary copies what it needs; the gguf_file may be closed afterwards.
+// The vocabulary copies what it needs; the gguf::file may be closed afterwards.
 #pragma once
 
 #include <algorithm>
@@ -23,7 +23,7 @@
 
 #include "mnemo/base/result.hpp"
 #include "mnemo/base/status.hpp"
-#include "mnemo/model/gguf.hpp"
+#include "mnemo/gguf/file.hpp"
 #include "mnemo/text/pretokenize.hpp"
 
 #pragma push_macro("MNEMO_TEXT_DETAIL_OK_")
@@ -60,7 +60,7 @@ class vocab {
   /// needs, invalid_argument for a key of the wrong type, corrupt_data for inconsistent
   /// tables (lengths, invalid UTF-8, bad merges, bad type values), out_of_range for a
   /// special token id past the vocabulary, unsupported for an unknown model or pre name.
-  static result<vocab> from_gguf(const model::gguf_file& f) {
+  static result<vocab> from_gguf(const gguf::file& f) {
     vocab v;
     status s = v.load(f);
     if (!s.is_ok()) return std::move(s).with_context("tokenizer");
@@ -125,10 +125,10 @@ class vocab {
                        static_cast<int>(detail.size()), detail.data());
   }
 
-  status load(const model::gguf_file& f);
-  status load_types(const model::gguf_file& f);
-  status load_specials(const model::gguf_file& f);
-  status load_merges(const model::gguf_file& f);
+  status load(const gguf::file& f);
+  status load_types(const gguf::file& f);
+  status load_specials(const gguf::file& f);
+  status load_merges(const gguf::file& f);
   void build_pieces();
 
   tokenizer_family family_ = tokenizer_family::spm;
@@ -148,7 +148,7 @@ class vocab {
   bool add_bos_ = false, add_eos_ = false, add_space_prefix_ = false;
 };
 
-inline status vocab::load(const model::gguf_file& f) {
+inline status vocab::load(const gguf::file& f) {
   MNEMO_ASSIGN_OR_RETURN(const std::string_view model, f.get_string("tokenizer.ggml.model"));
   if (model == "llama") {
     family_ = tokenizer_family::spm;
@@ -218,7 +218,7 @@ inline status vocab::load(const model::gguf_file& f) {
   return {};
 }
 
-inline status vocab::load_types(const model::gguf_file& f) {
+inline status vocab::load_types(const gguf::file& f) {
   const std::size_t n = text_off_.size() - 1;
   if (f.find("tokenizer.ggml.token_type") == nullptr) {
     types_.assign(n, token_type::normal);  // llama.cpp's default too
@@ -239,7 +239,7 @@ inline status vocab::load_types(const model::gguf_file& f) {
   return {};
 }
 
-inline status vocab::load_specials(const model::gguf_file& f) {
+inline status vocab::load_specials(const gguf::file& f) {
   const bool spm = family_ == tokenizer_family::spm;
   auto id_key = [&](const char* key, token_id& out) -> status {
     if (f.find(key) == nullptr) return {};
@@ -277,7 +277,7 @@ inline status vocab::load_specials(const model::gguf_file& f) {
   return {};
 }
 
-inline status vocab::load_merges(const model::gguf_file& f) {
+inline status vocab::load_merges(const gguf::file& f) {
   MNEMO_ASSIGN_OR_RETURN(const auto merges, f.get_array<std::string_view>("tokenizer.ggml.merges"));
   if (merges.size() > static_cast<std::size_t>(std::numeric_limits<std::int32_t>::max()))
     return make_status(status_code::out_of_range, "%zu merges do not fit a 32-bit rank",

@@ -1,10 +1,10 @@
-// gguf_file: a GGUF v2/v3 model file, memory-mapped read-only (or read into memory, with
-// gguf_access::read) and checked once at open. Metadata and tensors are views into those
+// gguf::file: a GGUF v2/v3 model file, memory-mapped read-only (or read into memory, with
+// gguf::access::read) and checked once at open. Metadata and tensors are views into those
 // bytes; no tensor byte is copied again.
 //
-//   MNEMO_ASSIGN_OR_RETURN(auto f, model::gguf_file::open("model.gguf"));
+//   MNEMO_ASSIGN_OR_RETURN(auto f, gguf::file::open("model.gguf"));
 //   MNEMO_ASSIGN_OR_RETURN(std::uint32_t n_layer, f.get_u32("llama.block_count"));
-//   const model::gguf_tensor* wq = f.find_tensor("blk.0.attn_q.weight");
+//   const gguf::tensor* wq = f.find_tensor("blk.0.attn_q.weight");
 //
 // What open() checks, and the limits, are listed in docs/gguf.md. A file that passes
 // can be walked without bounds checks: every string, array and tensor range lies in it.
@@ -22,19 +22,19 @@
 #include "mnemo/base/aligned_buffer.hpp"
 #include "mnemo/base/result.hpp"
 #include "mnemo/base/status.hpp"
-#include "mnemo/model/gguf_metadata.hpp"
-#include "mnemo/model/gguf_tensor.hpp"
-#include "mnemo/model/gguf_types.hpp"
+#include "mnemo/gguf/metadata.hpp"
+#include "mnemo/gguf/tensor.hpp"
+#include "mnemo/gguf/types.hpp"
 
-#define MNEMO_MODEL_GGUF_DETAIL_OK_ 1
-#include "mnemo/model/detail/gguf_mapping.hpp"
-#include "mnemo/model/detail/gguf_parse.hpp"
-#undef MNEMO_MODEL_GGUF_DETAIL_OK_
+#define MNEMO_GGUF_DETAIL_OK_ 1
+#include "mnemo/gguf/detail/mapping.hpp"
+#include "mnemo/gguf/detail/parse.hpp"
+#undef MNEMO_GGUF_DETAIL_OK_
 
-namespace mnemo::model {
+namespace mnemo::gguf {
 
-/// How gguf_file::open brings a file's bytes into memory.
-enum class gguf_access {
+/// How gguf::file::open brings a file's bytes into memory.
+enum class access {
   /// mmap: nothing is read up front, and the pages are the kernel's to share between
   /// processes and to drop under memory pressure (4 KiB pages).
   map,
@@ -45,24 +45,23 @@ enum class gguf_access {
   read,
 };
 
-class gguf_file {
+class file {
  public:
   /// Maps `path` and parses it. io_error when the file cannot be opened or mapped;
   /// corrupt_data / unsupported (with the key or tensor and the byte offset) when it is
   /// not a GGUF file this reader accepts.
   /// @note The mapping is MAP_PRIVATE and read-only; truncating the file on disk while it
   /// is mapped makes later reads fault (SIGBUS), as with any mapped file.
-  static result<gguf_file> open(const std::string& path, const gguf_limits& limits = {}) {
-    return open(path, gguf_access::map, limits);
+  static result<file> open(const std::string& path, const limits& limits = {}) {
+    return open(path, access::map, limits);
   }
 
-  /// The same, with the bytes brought in as `access` says; with gguf_access::read also
+  /// The same, with the bytes brought in as `how` says; with gguf::access::read also
   /// io_error when the file shrinks while it is read and no_space when its memory cannot
   /// be allocated.
-  static result<gguf_file> open(const std::string& path, gguf_access access,
-                                const gguf_limits& limits = {}) {
-    gguf_file f;
-    if (access == gguf_access::read) {
+  static result<file> open(const std::string& path, access how, const limits& limits = {}) {
+    file f;
+    if (how == access::read) {
       MNEMO_ASSIGN_OR_RETURN(f.read_, detail::read_file(path));
       f.bytes_ = f.read_.span();
     } else {
@@ -75,31 +74,29 @@ class gguf_file {
 
   /// Parses bytes the caller owns and keeps alive (and unchanged) for the life of the
   /// result; nothing is copied. Tensor data is aligned only as far as `bytes` is.
-  static result<gguf_file> from_bytes(std::span<const std::byte> bytes,
-                                      const gguf_limits& limits = {}) {
-    gguf_file f;
+  static result<file> from_bytes(std::span<const std::byte> bytes, const limits& limits = {}) {
+    file f;
     MNEMO_RETURN_IF_ERROR(f.parse(bytes, limits));
     return f;
   }
 
   /// A temporary buffer would dangle: use from_owned_bytes to hand it over.
-  static result<gguf_file> from_bytes(std::vector<std::byte>&&, const gguf_limits& = {}) = delete;
+  static result<file> from_bytes(std::vector<std::byte>&&, const limits& = {}) = delete;
 
-  /// Parses bytes the file then owns (e.g. gguf_writer output). Tensor data is aligned
+  /// Parses bytes the file then owns (e.g. gguf::writer output). Tensor data is aligned
   /// only as far as the vector's storage is (operator new: 16 bytes).
-  static result<gguf_file> from_owned_bytes(std::vector<std::byte> bytes,
-                                            const gguf_limits& limits = {}) {
-    gguf_file f;
+  static result<file> from_owned_bytes(std::vector<std::byte> bytes, const limits& limits = {}) {
+    file f;
     f.owned_ = std::move(bytes);  // the heap block does not move with the file
     MNEMO_RETURN_IF_ERROR(f.parse(f.owned_, limits));
     return f;
   }
 
-  gguf_file(gguf_file&&) noexcept = default;
-  gguf_file& operator=(gguf_file&&) noexcept = default;
-  gguf_file(const gguf_file&) = delete;
-  gguf_file& operator=(const gguf_file&) = delete;
-  ~gguf_file() = default;
+  file(file&&) noexcept = default;
+  file& operator=(file&&) noexcept = default;
+  file(const file&) = delete;
+  file& operator=(const file&) = delete;
+  ~file() = default;
 
   /// 2 or 3.
   std::uint32_t version() const noexcept { return c_.version; }
@@ -113,10 +110,10 @@ class gguf_file {
   // --- metadata ---
 
   /// Every entry, in file order.
-  std::span<const gguf_kv> metadata() const noexcept { return c_.metadata; }
+  std::span<const kv> metadata() const noexcept { return c_.metadata; }
 
   /// The entry for `key`, or nullptr. O(log n).
-  const gguf_kv* find(std::string_view key) const noexcept {
+  const kv* find(std::string_view key) const noexcept {
     const auto& m = c_.metadata;
     auto it = std::lower_bound(c_.metadata_by_key.begin(), c_.metadata_by_key.end(), key,
                                [&](std::uint32_t i, std::string_view k) { return m[i].key() < k; });
@@ -125,17 +122,17 @@ class gguf_file {
   }
 
   /// The entry for `key`, or not_found.
-  result<const gguf_kv*> require(std::string_view key) const {
-    if (const gguf_kv* kv = find(key)) return kv;
+  result<const kv*> require(std::string_view key) const {
+    if (const kv* kv = find(key)) return kv;
     return make_status(status_code::not_found, "gguf: no metadata key '%s'",
                        detail::printable(key).c_str());
   }
 
   /// A scalar as T: not_found, invalid_argument (wrong type) or out_of_range (an
-  /// integer that does not fit T); see gguf_kv::get.
-  template <gguf_value_type T>
+  /// integer that does not fit T); see gguf::kv::get.
+  template <meta_value T>
   result<T> get(std::string_view key) const {
-    MNEMO_ASSIGN_OR_RETURN(const gguf_kv* kv, require(key));
+    MNEMO_ASSIGN_OR_RETURN(const kv* kv, require(key));
     return kv->get<T>();
   }
   result<std::uint32_t> get_u32(std::string_view key) const { return get<std::uint32_t>(key); }
@@ -151,26 +148,26 @@ class gguf_file {
   }
 
   /// An array whose elements are exactly T, as a view into the file.
-  template <gguf_value_type T>
-  result<gguf_array<T>> get_array(std::string_view key) const {
-    MNEMO_ASSIGN_OR_RETURN(const gguf_kv* kv, require(key));
+  template <meta_value T>
+  result<array<T>> get_array(std::string_view key) const {
+    MNEMO_ASSIGN_OR_RETURN(const kv* kv, require(key));
     return kv->get_array<T>();
   }
 
-  /// A numeric array converted element-wise to T (a copy); see gguf_kv::get_array_as.
+  /// A numeric array converted element-wise to T (a copy); see gguf::kv::get_array_as.
   template <class T>
   result<std::vector<T>> get_array_as(std::string_view key) const {
-    MNEMO_ASSIGN_OR_RETURN(const gguf_kv* kv, require(key));
+    MNEMO_ASSIGN_OR_RETURN(const kv* kv, require(key));
     return kv->get_array_as<T>();
   }
 
   // --- tensors ---
 
   /// Every tensor, in file order.
-  std::span<const gguf_tensor> tensors() const noexcept { return c_.tensors; }
+  std::span<const tensor> tensors() const noexcept { return c_.tensors; }
 
   /// The tensor named `name`, or nullptr. O(log n).
-  const gguf_tensor* find_tensor(std::string_view name) const noexcept {
+  const tensor* find_tensor(std::string_view name) const noexcept {
     const auto& t = c_.tensors;
     auto it = std::lower_bound(c_.tensors_by_name.begin(), c_.tensors_by_name.end(), name,
                                [&](std::uint32_t i, std::string_view n) { return t[i].name < n; });
@@ -179,25 +176,25 @@ class gguf_file {
   }
 
   /// The tensor named `name`, or not_found.
-  result<const gguf_tensor*> require_tensor(std::string_view name) const {
-    if (const gguf_tensor* t = find_tensor(name)) return t;
+  result<const tensor*> require_tensor(std::string_view name) const {
+    if (const tensor* t = find_tensor(name)) return t;
     return make_status(status_code::not_found, "gguf: no tensor '%s'",
                        detail::printable(name).c_str());
   }
 
  private:
-  gguf_file() = default;
+  file() = default;
 
-  status parse(std::span<const std::byte> bytes, const gguf_limits& limits) {
+  status parse(std::span<const std::byte> bytes, const limits& limits) {
     bytes_ = bytes;
-    return detail::gguf_parser(bytes, limits).parse(c_);
+    return detail::parser(bytes, limits).parse(c_);
   }
 
-  detail::file_mapping mapping_;    // open() with gguf_access::map only
-  aligned_buffer<std::byte> read_;  // open() with gguf_access::read only
+  detail::file_mapping mapping_;    // open() with gguf::access::map only
+  aligned_buffer<std::byte> read_;  // open() with gguf::access::read only
   std::vector<std::byte> owned_;    // from_owned_bytes() only
   std::span<const std::byte> bytes_;
-  detail::gguf_contents c_;
+  detail::contents c_;
 };
 
-}  // namespace mnemo::model
+}  // namespace mnemo::gguf

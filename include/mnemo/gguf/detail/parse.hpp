@@ -4,8 +4,8 @@
 // hostile count fails at once and never sizes an allocation.
 #pragma once
 
-#if !defined(MNEMO_MODEL_GGUF_DETAIL_OK_)
-#error "mnemo/model/detail/gguf_* headers are internal: include mnemo/model/gguf.hpp"
+#if !defined(MNEMO_GGUF_DETAIL_OK_)
+#error "mnemo/model/detail/gguf_* headers are internal: include mnemo/gguf/file.hpp"
 #endif
 
 #include <algorithm>
@@ -17,19 +17,19 @@
 #include <vector>
 
 #include "mnemo/base/status.hpp"
-#include "mnemo/model/detail/gguf_cursor.hpp"
-#include "mnemo/model/detail/gguf_tensors.hpp"
-#include "mnemo/model/gguf_metadata.hpp"
-#include "mnemo/model/gguf_types.hpp"
+#include "mnemo/gguf/detail/cursor.hpp"
+#include "mnemo/gguf/detail/tensors.hpp"
+#include "mnemo/gguf/metadata.hpp"
+#include "mnemo/gguf/types.hpp"
 
-namespace mnemo::model::detail {
+namespace mnemo::gguf::detail {
 
-class gguf_parser {
+class parser {
  public:
-  gguf_parser(std::span<const std::byte> bytes, const gguf_limits& limits) noexcept
+  parser(std::span<const std::byte> bytes, const limits& limits) noexcept
       : cur_(bytes), limits_(limits) {}
 
-  status parse(gguf_contents& out) {
+  status parse(contents& out) {
     MNEMO_RETURN_IF_ERROR(parse_header(out));
     MNEMO_RETURN_IF_ERROR(parse_metadata(out));
     MNEMO_RETURN_IF_ERROR(check_keys(out));
@@ -50,9 +50,9 @@ class gguf_parser {
     return make_status(status_code::corrupt_data, "gguf: %s at byte %zu: %s", where, at, what);
   }
 
-  status parse_header(gguf_contents& out) {
+  status parse_header(contents& out) {
     if (cur_.size() < 4 ||
-        std::string_view(reinterpret_cast<const char*>(cur_.data()), 4) != k_gguf_magic) {
+        std::string_view(reinterpret_cast<const char*>(cur_.data()), 4) != k_magic) {
       return make_status(status_code::corrupt_data,
                          "gguf: not a GGUF file (%zu bytes; it must start with \"GGUF\")",
                          cur_.size());
@@ -106,15 +106,15 @@ class gguf_parser {
                        static_cast<unsigned long long>(index), at, why);
   }
 
-  status entry_error(status_code code, const gguf_kv& kv, std::size_t at, const char* what) {
+  status entry_error(status_code code, const kv& kv, std::size_t at, const char* what) {
     return make_status(code, "gguf: key '%s' (entry at byte %zu), at byte %zu: %s",
                        printable(kv.key_).c_str(), kv.offset_, at, what);
   }
 
   /// Reads `count` values of fixed-size or string type `t` (a scalar when !array).
-  status read_values(gguf_kv& kv, gguf_type t, std::uint64_t count, gguf_contents& out) {
+  status read_values(kv& kv, meta_type t, std::uint64_t count, contents& out) {
     kv.value_ = cur_.data() + cur_.pos();
-    if (t == gguf_type::string) {
+    if (t == meta_type::string) {
       if (kv.is_array()) {
         // At least 8 bytes per string: a count beyond that is hostile; fail before the
         // string index grows.
@@ -123,7 +123,7 @@ class gguf_parser {
                              "the array claims more strings than the bytes that remain hold");
         if (count > limits_.max_total_strings - out.strings.size())
           return entry_error(status_code::unsupported, kv, cur_.pos(),
-                             "too many strings in string arrays (gguf_limits::max_total_strings)");
+                             "too many strings in string arrays (gguf::limits::max_total_strings)");
         string_starts_.push_back(out.strings.size());
       }
       for (std::uint64_t i = 0; i < count; ++i) {
@@ -141,7 +141,7 @@ class gguf_parser {
       return entry_error(
           status_code::corrupt_data, kv, cur_.pos(),
           kv.is_array() ? "the array runs past the end of the file" : "the value is cut off");
-    if (t == gguf_type::boolean) {
+    if (t == meta_type::boolean) {
       for (std::uint64_t i = 0; i < count; ++i)
         if (std::to_integer<unsigned>(kv.value_[i]) > 1)
           return entry_error(status_code::corrupt_data, kv, cur_.pos() + i,
@@ -151,11 +151,11 @@ class gguf_parser {
     return {};
   }
 
-  status read_type(gguf_kv& kv, gguf_type& t, const char* what) {
+  status read_type(kv& kv, meta_type& t, const char* what) {
     std::uint32_t code = 0;
     const std::size_t at = cur_.pos();
     if (!cur_.read(code)) return entry_error(status_code::corrupt_data, kv, at, "cut off");
-    t = static_cast<gguf_type>(code);
+    t = static_cast<meta_type>(code);
     if (!is_valid(t))
       return make_status(status_code::corrupt_data,
                          "gguf: key '%s' (entry at byte %zu), at byte %zu: unknown %s %u",
@@ -164,9 +164,9 @@ class gguf_parser {
     return {};
   }
 
-  status parse_metadata(gguf_contents& out) {
+  status parse_metadata(contents& out) {
     for (std::uint64_t i = 0; i < n_kv_; ++i) {
-      gguf_kv kv;
+      kv kv;
       kv.offset_ = cur_.pos();
       const char* why = "";
       if (!cur_.read_string(kv.key_, limits_.max_name_length, why))
@@ -175,7 +175,7 @@ class gguf_parser {
       kv.elem_ = kv.type_;
       if (kv.is_array()) {
         MNEMO_RETURN_IF_ERROR(read_type(kv, kv.elem_, "array element type"));
-        if (kv.elem_ == gguf_type::array)
+        if (kv.elem_ == meta_type::array)
           return entry_error(status_code::unsupported, kv, cur_.pos() - 4,
                              "arrays of arrays are not supported");
         const std::size_t at = cur_.pos();
@@ -186,20 +186,20 @@ class gguf_parser {
                              "the array length exceeds the bytes that remain");
         if (kv.count_ > limits_.max_array_length)
           return entry_error(status_code::unsupported, kv, at,
-                             "the array is longer than gguf_limits::max_array_length");
+                             "the array is longer than gguf::limits::max_array_length");
       }
       MNEMO_RETURN_IF_ERROR(read_values(kv, kv.elem_, kv.count_, out));
       out.metadata.push_back(kv);
     }
     // The string index is complete: point the string arrays into it.
     std::size_t next = 0;
-    for (gguf_kv& kv : out.metadata)
-      if (kv.is_array() && kv.elem_ == gguf_type::string)
+    for (kv& kv : out.metadata)
+      if (kv.is_array() && kv.elem_ == meta_type::string)
         kv.strings_ = out.strings.data() + string_starts_[next++];
     return {};
   }
 
-  status check_keys(gguf_contents& out) {
+  status check_keys(contents& out) {
     auto& idx = out.metadata_by_key;
     idx.resize(out.metadata.size());
     for (std::uint32_t i = 0; i < idx.size(); ++i) idx[i] = i;
@@ -207,8 +207,8 @@ class gguf_parser {
     std::stable_sort(idx.begin(), idx.end(),
                      [&](std::uint32_t a, std::uint32_t b) { return m[a].key_ < m[b].key_; });
     for (std::size_t i = 1; i < idx.size(); ++i) {
-      const gguf_kv& a = m[idx[i - 1]];
-      const gguf_kv& b = m[idx[i]];
+      const kv& a = m[idx[i - 1]];
+      const kv& b = m[idx[i]];
       if (a.key_ == b.key_)
         return make_status(status_code::corrupt_data,
                            "gguf: key '%s' appears twice (entries at bytes %zu and %zu)",
@@ -217,15 +217,15 @@ class gguf_parser {
     return {};
   }
 
-  status read_alignment(gguf_contents& out) {
+  status read_alignment(contents& out) {
     const auto& m = out.metadata;
     const auto it =
         std::lower_bound(out.metadata_by_key.begin(), out.metadata_by_key.end(),
                          std::string_view("general.alignment"),
                          [&](std::uint32_t a, std::string_view key) { return m[a].key_ < key; });
     if (it == out.metadata_by_key.end() || m[*it].key_ != "general.alignment") return {};
-    const gguf_kv& kv = m[*it];
-    if (kv.type_ != gguf_type::u32)
+    const kv& kv = m[*it];
+    if (kv.type_ != meta_type::u32)
       return entry_error(status_code::corrupt_data, kv, kv.offset_,
                          "general.alignment must be a u32");
     const auto a = load_le<std::uint32_t>(kv.value_);
@@ -242,11 +242,11 @@ class gguf_parser {
     return {};
   }
 
-  gguf_cursor cur_;
-  gguf_limits limits_;
+  cursor cur_;
+  limits limits_;
   std::uint64_t n_tensors_ = 0;
   std::uint64_t n_kv_ = 0;
   std::vector<std::size_t> string_starts_;  // per string array, its first index in strings
 };
 
-}  // namespace mnemo::model::detail
+}  // namespace mnemo::gguf::detail

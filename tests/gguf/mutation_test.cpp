@@ -23,12 +23,12 @@
 #include "fuzz/gguf_fuzz_common.hpp"
 #include <gtest/gtest.h>
 
-#include "mnemo/model/gguf.hpp"
+#include "mnemo/gguf/file.hpp"
 
 namespace {
 
 using mnemo::status_code;
-using mnemo::model::gguf_file;
+namespace gguf = mnemo::gguf;
 
 constexpr std::uint64_t k_seed = 0x6767756620u;  // "gguf "
 constexpr int k_cases_per_file = 25000;
@@ -112,7 +112,7 @@ struct tally {
 void run_case(const std::vector<std::byte>& mutant, std::size_t file, int c, tally& t) {
   auto copy = std::make_unique<std::byte[]>(mutant.size() + (mutant.empty() ? 1 : 0));
   if (!mutant.empty()) std::memcpy(copy.get(), mutant.data(), mutant.size());
-  auto f = gguf_file::from_bytes(std::span<const std::byte>(copy.get(), mutant.size()));
+  auto f = gguf::file::from_bytes(std::span<const std::byte>(copy.get(), mutant.size()));
   if (!f.is_ok()) {
     const status_code code = f.error().code();
     ++t.failed[code];
@@ -123,12 +123,12 @@ void run_case(const std::vector<std::byte>& mutant, std::size_t file, int c, tal
   }
   ++t.opened;
   bool consistent = false;
-  const std::uint64_t sum = mnemo::model::fuzz::walk(*f, consistent);
+  const std::uint64_t sum = mnemo::gguf::fuzz::walk(*f, consistent);
   EXPECT_TRUE(consistent) << "seed file " << file << " case " << c << " (checksum " << sum << ")";
 }
 
 TEST(GgufMutation, SeededMutantsNeverCrash) {
-  const auto seeds = mnemo::model::fuzz::seed_files();
+  const auto seeds = mnemo::gguf::fuzz::seed_files();
   int only_file = -1, only_case = -1;
   if (const char* e = std::getenv("MNEMO_GGUF_MUTATION_CASE"))
     std::sscanf(e, "%d:%d", &only_file, &only_case);
@@ -136,10 +136,10 @@ TEST(GgufMutation, SeededMutantsNeverCrash) {
   tally t;
   for (std::size_t s = 0; s < seeds.size(); ++s) {
     {  // the seed itself must open and walk cleanly
-      auto f = gguf_file::from_bytes(seeds[s]);
+      auto f = gguf::file::from_bytes(seeds[s]);
       ASSERT_TRUE(f.is_ok()) << "seed file " << s << ": " << f.error().to_string();
       bool consistent = false;
-      mnemo::model::fuzz::walk(*f, consistent);
+      mnemo::gguf::fuzz::walk(*f, consistent);
       ASSERT_TRUE(consistent) << "seed file " << s;
     }
     std::mt19937_64 rng(k_seed + s);

@@ -3,8 +3,8 @@
 // two tensors sharing a byte.
 #pragma once
 
-#if !defined(MNEMO_MODEL_GGUF_DETAIL_OK_)
-#error "mnemo/model/detail/gguf_* headers are internal: include mnemo/model/gguf.hpp"
+#if !defined(MNEMO_GGUF_DETAIL_OK_)
+#error "mnemo/model/detail/gguf_* headers are internal: include mnemo/gguf/file.hpp"
 #endif
 
 #include <algorithm>
@@ -17,29 +17,29 @@
 
 #include "mnemo/base/status.hpp"
 #include "mnemo/dtype/element_type.hpp"
-#include "mnemo/model/detail/gguf_cursor.hpp"
-#include "mnemo/model/gguf_metadata.hpp"
-#include "mnemo/model/gguf_tensor.hpp"
-#include "mnemo/model/gguf_types.hpp"
+#include "mnemo/gguf/detail/cursor.hpp"
+#include "mnemo/gguf/metadata.hpp"
+#include "mnemo/gguf/tensor.hpp"
+#include "mnemo/gguf/types.hpp"
 
-namespace mnemo::model::detail {
+namespace mnemo::gguf::detail {
 
-/// Everything gguf_file keeps after a successful parse; views point into the bytes.
-struct gguf_contents {
+/// Everything gguf::file keeps after a successful parse; views point into the bytes.
+struct contents {
   std::uint32_t version = 0;
-  std::uint32_t alignment = k_gguf_default_alignment;
+  std::uint32_t alignment = k_default_alignment;
   std::size_t data_offset = 0;
-  std::vector<gguf_kv> metadata;  // in file order
+  std::vector<kv> metadata;  // in file order
   std::vector<std::uint32_t> metadata_by_key;
   std::vector<const std::byte*> strings;  // start of every string-array element
-  std::vector<gguf_tensor> tensors;       // in file order
+  std::vector<tensor> tensors;            // in file order
   std::vector<std::uint32_t> tensors_by_name;
 };
 
 using ull = unsigned long long;
 
 /// "gguf: tensor 'blk.0.attn_q.weight' (record at byte 1234)"
-inline std::string tensor_where(const gguf_tensor& t) {
+inline std::string tensor_where(const tensor& t) {
   return "gguf: tensor '" + printable(t.name) + "' (record at byte " +
          std::to_string(t.info_offset) + ")";
 }
@@ -51,7 +51,7 @@ inline bool mul_checked(std::uint64_t& acc, std::uint64_t x) noexcept {
 
 /// Type facts, element count, row bytes and total bytes of one record.
 /// @pre t.dims and t.ggml_type are read.
-inline status size_tensor(gguf_tensor& t, std::uint64_t& n_bytes) {
+inline status size_tensor(tensor& t, std::uint64_t& n_bytes) {
   const auto info = find_ggml_type(t.ggml_type);
   if (!info)
     return make_status(status_code::unsupported,
@@ -69,7 +69,7 @@ inline status size_tensor(gguf_tensor& t, std::uint64_t& n_bytes) {
                        tensor_where(t).c_str(), static_cast<ull>(t.dims[0]));
   const bool empty = std::find(t.dims.begin(), t.dims.end(), 0) != t.dims.end();
   std::uint64_t n = 1, bytes = row;
-  for (std::size_t d = 0; d < k_gguf_max_dims && !empty; ++d) {
+  for (std::size_t d = 0; d < k_max_dims && !empty; ++d) {
     if (!mul_checked(n, t.dims[d]) || (d > 0 && !mul_checked(bytes, t.dims[d])))
       return make_status(status_code::corrupt_data,
                          "%s: the product of the dims overflows 64 bits at dim %zu (%llu)",
@@ -82,10 +82,10 @@ inline status size_tensor(gguf_tensor& t, std::uint64_t& n_bytes) {
 }
 
 /// Reads `n` tensor records; `n_bytes[i]` receives the size of tensor i.
-inline status parse_tensor_infos(gguf_cursor& cur, std::uint64_t n, const gguf_limits& limits,
-                                 gguf_contents& out, std::vector<std::uint64_t>& n_bytes) {
+inline status parse_tensor_infos(cursor& cur, std::uint64_t n, const limits& limits, contents& out,
+                                 std::vector<std::uint64_t>& n_bytes) {
   for (std::uint64_t i = 0; i < n; ++i) {
-    gguf_tensor t;
+    tensor t;
     t.info_offset = cur.pos();
     const char* why = "";
     if (!cur.read_string(t.name, limits.max_name_length, why))
@@ -95,7 +95,7 @@ inline status parse_tensor_infos(gguf_cursor& cur, std::uint64_t n, const gguf_l
     if (!cur.read(t.n_dims))
       return make_status(status_code::corrupt_data, "%s: n_dims is cut off at byte %zu",
                          tensor_where(t).c_str(), at_dims);
-    if (t.n_dims == 0 || t.n_dims > k_gguf_max_dims)
+    if (t.n_dims == 0 || t.n_dims > k_max_dims)
       return make_status(status_code::corrupt_data, "%s: n_dims is %u, not in 1..4",
                          tensor_where(t).c_str(), static_cast<unsigned>(t.n_dims));
     for (std::uint32_t d = 0; d < t.n_dims; ++d) {
@@ -123,7 +123,7 @@ inline status parse_tensor_infos(gguf_cursor& cur, std::uint64_t n, const gguf_l
 /// Places every tensor after the table (which ends at `table_end`) and checks the
 /// ranges, the names and overlaps.
 inline status check_tensors(std::span<const std::byte> file, std::size_t table_end,
-                            const std::vector<std::uint64_t>& n_bytes, gguf_contents& out) {
+                            const std::vector<std::uint64_t>& n_bytes, contents& out) {
   const std::size_t a = out.alignment;
   // table_end <= file.size() and a <= 2^31, so this cannot wrap for any real buffer.
   out.data_offset = (table_end + a - 1) / a * a;
@@ -134,7 +134,7 @@ inline status check_tensors(std::span<const std::byte> file, std::size_t table_e
                        out.data_offset, file.size());
   const std::uint64_t data_size = file.size() - std::min(out.data_offset, file.size());
   for (std::size_t i = 0; i < out.tensors.size(); ++i) {
-    gguf_tensor& t = out.tensors[i];
+    tensor& t = out.tensors[i];
     if (t.offset % a != 0)
       return make_status(status_code::corrupt_data,
                          "%s: data offset %llu is not a multiple of the alignment %zu",
@@ -169,8 +169,8 @@ inline status check_tensors(std::span<const std::byte> file, std::size_t table_e
     return ts[x].file_offset < ts[y].file_offset;
   });
   for (std::size_t i = 1; i < by_start.size(); ++i) {
-    const gguf_tensor& p = ts[by_start[i - 1]];
-    const gguf_tensor& t = ts[by_start[i]];
+    const tensor& p = ts[by_start[i - 1]];
+    const tensor& t = ts[by_start[i]];
     if (t.file_offset < p.file_offset + p.n_bytes())
       return make_status(status_code::corrupt_data,
                          "%s: data at bytes [%zu, %zu) overlaps tensor '%s' at [%zu, %zu)",
@@ -180,4 +180,4 @@ inline status check_tensors(std::span<const std::byte> file, std::size_t table_e
   return {};
 }
 
-}  // namespace mnemo::model::detail
+}  // namespace mnemo::gguf::detail

@@ -11,9 +11,9 @@
 
 #include "mnemo/dtype/element_type.hpp"
 
-namespace mnemo::model {
+namespace mnemo::gguf {
 
-struct gguf_tensor {
+struct tensor {
   /// A view into the file.
   std::string_view name;
   /// 1..4.
@@ -44,4 +44,4 @@ struct gguf_tensor {
   std::size_t n_bytes() const noexcept { return data.size(); }
 };
 
-}  // namespace mnemo::model
+}  // namespace mnemo::gguf

@@ -10,17 +10,17 @@
 
 #include "mnemo/dtype/element_type.hpp"
 
-namespace mnemo::model {
+namespace mnemo::gguf {
 
 /// The four bytes every GGUF file starts with.
-inline constexpr std::string_view k_gguf_magic = "GGUF";
+inline constexpr std::string_view k_magic = "GGUF";
 /// The data section is aligned to `general.alignment` bytes, 32 when the key is absent.
-inline constexpr std::uint32_t k_gguf_default_alignment = 32;
+inline constexpr std::uint32_t k_default_alignment = 32;
 /// ggml tensors have at most 4 dimensions.
-inline constexpr std::uint32_t k_gguf_max_dims = 4;
+inline constexpr std::uint32_t k_max_dims = 4;
 
 /// Metadata value types; the enumerators are the u32 codes in the file.
-enum class gguf_type : std::uint32_t {
+enum class meta_type : std::uint32_t {
   u8 = 0,
   i8 = 1,
   u16 = 2,
@@ -36,100 +36,100 @@ enum class gguf_type : std::uint32_t {
   f64 = 12,
 };
 
-constexpr bool is_valid(gguf_type t) noexcept { return static_cast<std::uint32_t>(t) <= 12; }
+constexpr bool is_valid(meta_type t) noexcept { return static_cast<std::uint32_t>(t) <= 12; }
 
-constexpr std::string_view to_string(gguf_type t) noexcept {
+constexpr std::string_view to_string(meta_type t) noexcept {
   switch (t) {
-    case gguf_type::u8: return "u8";
-    case gguf_type::i8: return "i8";
-    case gguf_type::u16: return "u16";
-    case gguf_type::i16: return "i16";
-    case gguf_type::u32: return "u32";
-    case gguf_type::i32: return "i32";
-    case gguf_type::f32: return "f32";
-    case gguf_type::boolean: return "bool";
-    case gguf_type::string: return "string";
-    case gguf_type::array: return "array";
-    case gguf_type::u64: return "u64";
-    case gguf_type::i64: return "i64";
-    case gguf_type::f64: return "f64";
+    case meta_type::u8: return "u8";
+    case meta_type::i8: return "i8";
+    case meta_type::u16: return "u16";
+    case meta_type::i16: return "i16";
+    case meta_type::u32: return "u32";
+    case meta_type::i32: return "i32";
+    case meta_type::f32: return "f32";
+    case meta_type::boolean: return "bool";
+    case meta_type::string: return "string";
+    case meta_type::array: return "array";
+    case meta_type::u64: return "u64";
+    case meta_type::i64: return "i64";
+    case meta_type::f64: return "f64";
   }
   return "invalid";
 }
 
 /// Bytes of one value of a fixed-size type; 0 for string, array and invalid codes.
-constexpr std::size_t fixed_size(gguf_type t) noexcept {
+constexpr std::size_t fixed_size(meta_type t) noexcept {
   switch (t) {
-    case gguf_type::u8:
-    case gguf_type::i8:
-    case gguf_type::boolean: return 1;
-    case gguf_type::u16:
-    case gguf_type::i16: return 2;
-    case gguf_type::u32:
-    case gguf_type::i32:
-    case gguf_type::f32: return 4;
-    case gguf_type::u64:
-    case gguf_type::i64:
-    case gguf_type::f64: return 8;
-    case gguf_type::string:
-    case gguf_type::array: return 0;
+    case meta_type::u8:
+    case meta_type::i8:
+    case meta_type::boolean: return 1;
+    case meta_type::u16:
+    case meta_type::i16: return 2;
+    case meta_type::u32:
+    case meta_type::i32:
+    case meta_type::f32: return 4;
+    case meta_type::u64:
+    case meta_type::i64:
+    case meta_type::f64: return 8;
+    case meta_type::string:
+    case meta_type::array: return 0;
   }
   return 0;
 }
 
-constexpr bool is_integer(gguf_type t) noexcept {
+constexpr bool is_integer(meta_type t) noexcept {
   switch (t) {
-    case gguf_type::u8:
-    case gguf_type::i8:
-    case gguf_type::u16:
-    case gguf_type::i16:
-    case gguf_type::u32:
-    case gguf_type::i32:
-    case gguf_type::u64:
-    case gguf_type::i64: return true;
+    case meta_type::u8:
+    case meta_type::i8:
+    case meta_type::u16:
+    case meta_type::i16:
+    case meta_type::u32:
+    case meta_type::i32:
+    case meta_type::u64:
+    case meta_type::i64: return true;
     default: return false;
   }
 }
 
-constexpr bool is_signed_integer(gguf_type t) noexcept {
-  return t == gguf_type::i8 || t == gguf_type::i16 || t == gguf_type::i32 || t == gguf_type::i64;
+constexpr bool is_signed_integer(meta_type t) noexcept {
+  return t == meta_type::i8 || t == meta_type::i16 || t == meta_type::i32 || t == meta_type::i64;
 }
 
 /// The metadata type that stores a C++ type exactly (u8 .. f64, bool, string views).
-template <gguf_type V>
-struct gguf_type_tag {
-  static constexpr gguf_type value = V;
+template <meta_type V>
+struct meta_type_tag {
+  static constexpr meta_type value = V;
 };
 template <class T>
-struct gguf_type_of;
+struct meta_type_of;
 template <>
-struct gguf_type_of<std::uint8_t> : gguf_type_tag<gguf_type::u8> {};
+struct meta_type_of<std::uint8_t> : meta_type_tag<meta_type::u8> {};
 template <>
-struct gguf_type_of<std::int8_t> : gguf_type_tag<gguf_type::i8> {};
+struct meta_type_of<std::int8_t> : meta_type_tag<meta_type::i8> {};
 template <>
-struct gguf_type_of<std::uint16_t> : gguf_type_tag<gguf_type::u16> {};
+struct meta_type_of<std::uint16_t> : meta_type_tag<meta_type::u16> {};
 template <>
-struct gguf_type_of<std::int16_t> : gguf_type_tag<gguf_type::i16> {};
+struct meta_type_of<std::int16_t> : meta_type_tag<meta_type::i16> {};
 template <>
-struct gguf_type_of<std::uint32_t> : gguf_type_tag<gguf_type::u32> {};
+struct meta_type_of<std::uint32_t> : meta_type_tag<meta_type::u32> {};
 template <>
-struct gguf_type_of<std::int32_t> : gguf_type_tag<gguf_type::i32> {};
+struct meta_type_of<std::int32_t> : meta_type_tag<meta_type::i32> {};
 template <>
-struct gguf_type_of<std::uint64_t> : gguf_type_tag<gguf_type::u64> {};
+struct meta_type_of<std::uint64_t> : meta_type_tag<meta_type::u64> {};
 template <>
-struct gguf_type_of<std::int64_t> : gguf_type_tag<gguf_type::i64> {};
+struct meta_type_of<std::int64_t> : meta_type_tag<meta_type::i64> {};
 template <>
-struct gguf_type_of<float> : gguf_type_tag<gguf_type::f32> {};
+struct meta_type_of<float> : meta_type_tag<meta_type::f32> {};
 template <>
-struct gguf_type_of<double> : gguf_type_tag<gguf_type::f64> {};
+struct meta_type_of<double> : meta_type_tag<meta_type::f64> {};
 template <>
-struct gguf_type_of<bool> : gguf_type_tag<gguf_type::boolean> {};
+struct meta_type_of<bool> : meta_type_tag<meta_type::boolean> {};
 template <>
-struct gguf_type_of<std::string_view> : gguf_type_tag<gguf_type::string> {};
+struct meta_type_of<std::string_view> : meta_type_tag<meta_type::string> {};
 
 template <class T>
-concept gguf_value_type = requires {
-  gguf_type_of<T>::value;
+concept meta_value = requires {
+  meta_type_of<T>::value;
 };
 
 /// Size facts of a ggml tensor type: `block_size` values take `block_bytes` bytes.
@@ -171,7 +171,7 @@ static_assert(find_ggml_type(8)->block_size == dtype::block_size(dtype::element_
 /// a hostile file could otherwise claim; a file beyond one gets `unsupported`. The
 /// defaults are far above any real model (the largest have ~50 keys, ~10^4 tensors and
 /// ~10^6 vocabulary strings).
-struct gguf_limits {
+struct limits {
   std::uint64_t max_tensors = std::uint64_t{1} << 20;
   std::uint64_t max_metadata = std::uint64_t{1} << 20;
   /// Keys and tensor names, in bytes.
@@ -184,4 +184,4 @@ struct gguf_limits {
   std::uint32_t max_alignment = 1u << 16;
 };
 
-}  // namespace mnemo::model
+}  // namespace mnemo::gguf

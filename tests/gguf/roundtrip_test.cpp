@@ -1,4 +1,4 @@
-// gguf_writer -> gguf_file round trips: every value type (extremes included), arrays of
+// gguf::writer -> gguf::file round trips: every value type (extremes included), arrays of
 // every element type, tensors of several ggml types, versions 2 and 3, alignments 1, 8,
 // 32 and 64; plus the typed getters' conversion rules and the writer's own refusals.
 #include <algorithm>
@@ -16,17 +16,14 @@
 
 #include <gtest/gtest.h>
 
-#include "mnemo/model/gguf.hpp"
-#include "mnemo/model/gguf_writer.hpp"
+#include "mnemo/gguf/file.hpp"
+#include "mnemo/gguf/writer.hpp"
 
 namespace {
 
 using mnemo::status_code;
 using mnemo::dtype::element_type;
-using mnemo::model::gguf_access;
-using mnemo::model::gguf_file;
-using mnemo::model::gguf_type;
-using mnemo::model::gguf_writer;
+namespace gguf = mnemo::gguf;
 
 template <class T>
 using lim = std::numeric_limits<T>;
@@ -61,7 +58,7 @@ TEST_P(GgufRoundTrip, EveryTypeAndTensor) {
   const unsigned seed = version * 1000 + alignment;
   SCOPED_TRACE("seed " + std::to_string(seed));
   std::mt19937 rng(seed);
-  gguf_writer w(version);
+  gguf::writer w(version);
   if (alignment != 32 || version == 2) w.add("general.alignment", alignment);
   w.add("s.u8", lim<std::uint8_t>::max())
       .add("s.i8", lim<std::int8_t>::min())
@@ -98,9 +95,9 @@ TEST_P(GgufRoundTrip, EveryTypeAndTensor) {
   }
   auto bytes = w.to_bytes();
   ASSERT_TRUE(bytes.is_ok()) << bytes.error().to_string();
-  auto r = gguf_file::from_bytes(*bytes);
+  auto r = gguf::file::from_bytes(*bytes);
   ASSERT_TRUE(r.is_ok()) << r.error().to_string();
-  const gguf_file& f = *r;
+  const gguf::file& f = *r;
 
   EXPECT_EQ(f.version(), version);
   EXPECT_EQ(f.alignment(), alignment);
@@ -136,10 +133,10 @@ TEST_P(GgufRoundTrip, EveryTypeAndTensor) {
   ASSERT_EQ(s->size(), strs.size());
   for (std::size_t i = 0; i < strs.size(); ++i) EXPECT_EQ((*s)[i], strs[i]) << "string " << i;
   EXPECT_TRUE(f.get_array<float>("a.empty")->empty());
-  const mnemo::model::gguf_kv* kv = f.find("a.str");
+  const mnemo::gguf::kv* kv = f.find("a.str");
   ASSERT_NE(kv, nullptr);
   EXPECT_TRUE(kv->is_array());
-  EXPECT_EQ(kv->element_type(), gguf_type::string);
+  EXPECT_EQ(kv->element_type(), gguf::meta_type::string);
   EXPECT_EQ(kv->size(), 4u);
   // Iteration sees every key once, in the order written.
   ASSERT_EQ(f.metadata().size(), 21u + (alignment != 32 || version == 2));
@@ -149,7 +146,7 @@ TEST_P(GgufRoundTrip, EveryTypeAndTensor) {
   for (std::size_t i = 0; i < tensor_cases().size(); ++i) {
     const tensor_case& c = tensor_cases()[i];
     SCOPED_TRACE(c.name);
-    const mnemo::model::gguf_tensor& t = f.tensors()[i];
+    const mnemo::gguf::tensor& t = f.tensors()[i];
     EXPECT_EQ(t.name, c.name);
     EXPECT_EQ(t.n_dims, c.dims.size());
     for (std::size_t d = 0; d < 4; ++d) EXPECT_EQ(t.dims[d], d < c.dims.size() ? c.dims[d] : 1u);
@@ -172,7 +169,7 @@ INSTANTIATE_TEST_SUITE_P(VersionsAndAlignments, GgufRoundTrip,
                                             ::testing::Values(1u, 8u, 32u, 64u)));
 
 TEST(GgufGetters, ConversionRules) {
-  gguf_writer w;
+  gguf::writer w;
   const std::array<std::int32_t, 3> neg{1, -1, 2};
   w.add("u8", std::uint8_t{7})
       .add("i32.neg", std::int32_t{-1})
@@ -181,9 +178,9 @@ TEST(GgufGetters, ConversionRules) {
       .add("f64", 0.25)
       .add_string("str", "x")
       .add_array<std::int32_t>("arr", neg);
-  auto r = gguf_file::from_owned_bytes(w.to_bytes().value());
+  auto r = gguf::file::from_owned_bytes(w.to_bytes().value());
   ASSERT_TRUE(r.is_ok());
-  const gguf_file& f = *r;
+  const gguf::file& f = *r;
   EXPECT_EQ(f.get_u32("u8").value(), 7u);  // any integer type that fits
   EXPECT_EQ(f.get_i64("u8").value(), 7);
   EXPECT_EQ(f.get_i32("i32.neg").value(), -1);
@@ -212,44 +209,44 @@ TEST(GgufGetters, ConversionRules) {
 // from_bytes(temporary vector) does not compile (it would dangle); from_owned_bytes keeps it.
 template <class V>
 concept from_bytes_accepts = requires(V&& v) {
-  gguf_file::from_bytes(static_cast<V&&>(v));
+  gguf::file::from_bytes(static_cast<V&&>(v));
 };
 static_assert(!from_bytes_accepts<std::vector<std::byte>>);
 static_assert(from_bytes_accepts<const std::vector<std::byte>&>);
 
 TEST(GgufWriter, RefusesMisuse) {
-  EXPECT_FALSE(gguf_writer(1).to_bytes().is_ok());
-  EXPECT_FALSE(gguf_writer().add("k", 1).add("k", 2).to_bytes().is_ok());
-  EXPECT_FALSE(gguf_writer().add("general.alignment", std::uint32_t{3}).to_bytes().is_ok());
+  EXPECT_FALSE(gguf::writer(1).to_bytes().is_ok());
+  EXPECT_FALSE(gguf::writer().add("k", 1).add("k", 2).to_bytes().is_ok());
+  EXPECT_FALSE(gguf::writer().add("general.alignment", std::uint32_t{3}).to_bytes().is_ok());
   EXPECT_FALSE(
-      gguf_writer().add_tensor("t", {4}, 0, std::vector<std::byte>(15)).to_bytes().is_ok());
+      gguf::writer().add_tensor("t", {4}, 0, std::vector<std::byte>(15)).to_bytes().is_ok());
   EXPECT_FALSE(
-      gguf_writer().add_tensor("t", {33}, 8, std::vector<std::byte>(34)).to_bytes().is_ok());
-  EXPECT_FALSE(gguf_writer()
+      gguf::writer().add_tensor("t", {33}, 8, std::vector<std::byte>(34)).to_bytes().is_ok());
+  EXPECT_FALSE(gguf::writer()
                    .add_tensor("t", {1, 1, 1, 1, 1}, 0, std::vector<std::byte>(4))
                    .to_bytes()
                    .is_ok());
   EXPECT_FALSE(
-      gguf_writer().add_tensor("t", {4}, 99, std::vector<std::byte>(4)).to_bytes().is_ok());
-  gguf_writer dup;
+      gguf::writer().add_tensor("t", {4}, 99, std::vector<std::byte>(4)).to_bytes().is_ok());
+  gguf::writer dup;
   dup.add_tensor_f32("t", {1}, std::vector<float>{1})
       .add_tensor_f32("t", {1}, std::vector<float>{2});
   EXPECT_EQ(dup.error().code(), status_code::invalid_argument);
 }
 
 TEST(GgufFile, OpensAMappedOrReadFileWithAlignedTensorData) {
-  gguf_writer w;
+  gguf::writer w;
   w.add("general.alignment", std::uint32_t{64}).add_string("general.architecture", "llama");
   std::vector<float> v(100);
   for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(i) * 0.5f;
   w.add_tensor_f32("a", {10, 10}, v).add_tensor_f32("b", {3}, std::vector<float>{1, 2, 3});
   const std::string path = ::testing::TempDir() + "mnemo_gguf_roundtrip.gguf";
   ASSERT_TRUE(w.write(path).is_ok());
-  for (const gguf_access access : {gguf_access::map, gguf_access::read}) {
-    SCOPED_TRACE(access == gguf_access::map ? "map" : "read");
-    auto r = gguf_file::open(path, access);
+  for (const gguf::access access : {gguf::access::map, gguf::access::read}) {
+    SCOPED_TRACE(access == gguf::access::map ? "map" : "read");
+    auto r = gguf::file::open(path, access);
     ASSERT_TRUE(r.is_ok()) << r.error().to_string();
-    gguf_file f = std::move(r).value();  // views survive the move: the bytes stay put
+    gguf::file f = std::move(r).value();  // views survive the move: the bytes stay put
     const auto* b = f.find_tensor("b");
     ASSERT_NE(b, nullptr);
     EXPECT_EQ(reinterpret_cast<std::uintptr_t>(b->data.data()) % 64, 0u);
@@ -260,8 +257,8 @@ TEST(GgufFile, OpensAMappedOrReadFileWithAlignedTensorData) {
   }
   std::remove(path.c_str());
   for (const std::string& bad : {path, ::testing::TempDir()})  // missing; a directory
-    for (const gguf_access access : {gguf_access::map, gguf_access::read}) {
-      auto r = gguf_file::open(bad, access);
+    for (const gguf::access access : {gguf::access::map, gguf::access::read}) {
+      auto r = gguf::file::open(bad, access);
       ASSERT_FALSE(r.is_ok()) << bad;
       EXPECT_EQ(r.error().code(), status_code::io_error) << bad << ": " << r.error().to_string();
     }

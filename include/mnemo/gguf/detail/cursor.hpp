@@ -2,8 +2,8 @@
 // that makes names from a hostile file safe to print.
 #pragma once
 
-#if !defined(MNEMO_MODEL_GGUF_DETAIL_OK_)
-#error "mnemo/model/detail/gguf_* headers are internal: include mnemo/model/gguf.hpp"
+#if !defined(MNEMO_GGUF_DETAIL_OK_)
+#error "mnemo/model/detail/gguf_* headers are internal: include mnemo/gguf/file.hpp"
 #endif
 
 #include <cstddef>
@@ -14,13 +14,13 @@
 #include <string_view>
 #include <type_traits>
 
-namespace mnemo::model::detail {
+namespace mnemo::gguf::detail {
 
 /// Reads fields front to back. Every read checks the remaining bytes first and leaves
 /// the position unchanged on failure, so no read can pass the end.
-class gguf_cursor {
+class cursor {
  public:
-  explicit gguf_cursor(std::span<const std::byte> bytes) noexcept : bytes_(bytes) {}
+  explicit cursor(std::span<const std::byte> bytes) noexcept : bytes_(bytes) {}
 
   std::size_t pos() const noexcept { return pos_; }
   std::size_t size() const noexcept { return bytes_.size(); }
@@ -102,4 +102,4 @@ inline std::string printable(std::string_view s) {
   return out;
 }
 
-}  // namespace mnemo::model::detail
+}  // namespace mnemo::gguf::detail

@@ -1,7 +1,7 @@
-// gguf_writer: builds a GGUF v2/v3 file in memory (metadata of every type, tensors laid
+// gguf::writer: builds a GGUF v2/v3 file in memory (metadata of every type, tensors laid
 // out at `general.alignment`), for tests, fuzz seeds and random-weight models.
 //
-//   model::gguf_writer w;                       // version 3, alignment 32
+//   gguf::writer w;                       // version 3, alignment 32
 //   w.add("general.architecture", std::string_view("llama"))
 //    .add("llama.block_count", std::uint32_t{2})
 //    .add_tensor_f32("output_norm.weight", {128}, weights);
@@ -26,29 +26,29 @@
 
 #include "mnemo/base/result.hpp"
 #include "mnemo/base/status.hpp"
-#include "mnemo/model/gguf_types.hpp"
+#include "mnemo/gguf/types.hpp"
 
-namespace mnemo::model {
+namespace mnemo::gguf {
 
-class gguf_writer {
+class writer {
  public:
   /// @pre version is 2 or 3 (recorded as an error otherwise).
-  explicit gguf_writer(std::uint32_t version = 3) : version_(version) {
+  explicit writer(std::uint32_t version = 3) : version_(version) {
     if (version != 2 && version != 3)
-      fail(make_status(status_code::invalid_argument, "gguf_writer: version %u is not 2 or 3",
+      fail(make_status(status_code::invalid_argument, "gguf::writer: version %u is not 2 or 3",
                        static_cast<unsigned>(version)));
   }
 
   /// A scalar of the exact type T (std::uint32_t{2} writes a u32). "general.alignment"
   /// must be a u32 power of two; it sets the alignment of the data section.
-  template <gguf_value_type T>
-  gguf_writer& add(std::string_view key, T value) {
-    if (!begin_key(key, gguf_type_of<T>::value)) return *this;
+  template <meta_value T>
+  writer& add(std::string_view key, T value) {
+    if (!begin_key(key, meta_type_of<T>::value)) return *this;
     if constexpr (std::is_same_v<T, std::uint32_t>) {
       if (key == "general.alignment") {
         if (value == 0 || (value & (value - 1)) != 0) {
           fail(make_status(status_code::invalid_argument,
-                           "gguf_writer: alignment %u is not a power of two",
+                           "gguf::writer: alignment %u is not a power of two",
                            static_cast<unsigned>(value)));
           return *this;
         }
@@ -58,39 +58,39 @@ class gguf_writer {
     put_value(meta_, value);
     return *this;
   }
-  gguf_writer& add_string(std::string_view key, std::string_view value) {
+  writer& add_string(std::string_view key, std::string_view value) {
     return add<std::string_view>(key, value);
   }
 
   /// An array of T (numbers, bool or std::string_view).
-  template <gguf_value_type T>
-  gguf_writer& add_array(std::string_view key, std::span<const T> values) {
-    if (!begin_key(key, gguf_type::array)) return *this;
-    put_scalar(meta_, static_cast<std::uint32_t>(gguf_type_of<T>::value));
+  template <meta_value T>
+  writer& add_array(std::string_view key, std::span<const T> values) {
+    if (!begin_key(key, meta_type::array)) return *this;
+    put_scalar(meta_, static_cast<std::uint32_t>(meta_type_of<T>::value));
     put_scalar(meta_, static_cast<std::uint64_t>(values.size()));
     for (const T& v : values) put_value(meta_, v);
     return *this;
   }
-  gguf_writer& add_array(std::string_view key, const std::vector<std::string>& values) {
+  writer& add_array(std::string_view key, const std::vector<std::string>& values) {
     std::vector<std::string_view> views(values.begin(), values.end());
     return add_array<std::string_view>(key, views);
   }
 
   /// A tensor of ggml type `ggml_type` with dims in ggml order (fastest first); `data`
   /// must hold exactly the tensor's bytes.
-  gguf_writer& add_tensor(std::string_view name, std::span<const std::uint64_t> dims,
-                          std::uint32_t ggml_type, std::vector<std::byte> data) {
+  writer& add_tensor(std::string_view name, std::span<const std::uint64_t> dims,
+                     std::uint32_t ggml_type, std::vector<std::byte> data) {
     const std::string n(name);
     if (!tensor_names_.insert(n).second)
       return fail(make_status(status_code::invalid_argument,
-                              "gguf_writer: tensor '%s' is added twice", n.c_str()));
-    if (dims.empty() || dims.size() > k_gguf_max_dims)
+                              "gguf::writer: tensor '%s' is added twice", n.c_str()));
+    if (dims.empty() || dims.size() > k_max_dims)
       return fail(make_status(status_code::invalid_argument,
-                              "gguf_writer: tensor '%s' has %zu dims, not 1..4", n.c_str(),
+                              "gguf::writer: tensor '%s' has %zu dims, not 1..4", n.c_str(),
                               dims.size()));
     const auto info = find_ggml_type(ggml_type);
     if (!info)
-      return fail(make_status(status_code::unsupported, "gguf_writer: unknown ggml type %u",
+      return fail(make_status(status_code::unsupported, "gguf::writer: unknown ggml type %u",
                               static_cast<unsigned>(ggml_type)));
     std::uint64_t bytes = dims[0] / info->block_size * info->block_bytes;
     bool ok = dims[0] % info->block_size == 0;
@@ -98,21 +98,21 @@ class gguf_writer {
       ok = ok && !__builtin_mul_overflow(bytes, dims[d], &bytes);
     if (!ok || bytes != data.size())
       return fail(make_status(status_code::invalid_argument,
-                              "gguf_writer: tensor '%s': %zu data bytes do not match its shape "
+                              "gguf::writer: tensor '%s': %zu data bytes do not match its shape "
                               "and type %s",
                               n.c_str(), data.size(), std::string(info->name).c_str()));
     tensors_.push_back(
         {n, std::vector<std::uint64_t>(dims.begin(), dims.end()), ggml_type, std::move(data)});
     return *this;
   }
-  gguf_writer& add_tensor(std::string_view name, std::initializer_list<std::uint64_t> dims,
-                          std::uint32_t ggml_type, std::vector<std::byte> data) {
+  writer& add_tensor(std::string_view name, std::initializer_list<std::uint64_t> dims,
+                     std::uint32_t ggml_type, std::vector<std::byte> data) {
     return add_tensor(name, std::span(dims.begin(), dims.size()), ggml_type, std::move(data));
   }
 
   /// An f32 tensor from floats.
-  gguf_writer& add_tensor_f32(std::string_view name, std::initializer_list<std::uint64_t> dims,
-                              std::span<const float> values) {
+  writer& add_tensor_f32(std::string_view name, std::initializer_list<std::uint64_t> dims,
+                         std::span<const float> values) {
     std::vector<std::byte> data(values.size_bytes());
     if (!values.empty()) std::memcpy(data.data(), values.data(), data.size());
     return add_tensor(name, std::span(dims.begin(), dims.size()), 0, std::move(data));
@@ -127,8 +127,8 @@ class gguf_writer {
   result<std::vector<std::byte>> to_bytes() const {
     if (!error_.is_ok()) return error_;
     std::vector<std::byte> out;
-    out.insert(out.end(), reinterpret_cast<const std::byte*>(k_gguf_magic.data()),
-               reinterpret_cast<const std::byte*>(k_gguf_magic.data()) + 4);
+    out.insert(out.end(), reinterpret_cast<const std::byte*>(k_magic.data()),
+               reinterpret_cast<const std::byte*>(k_magic.data()) + 4);
     put_scalar(out, version_);
     put_scalar(out, static_cast<std::uint64_t>(tensors_.size()));
     put_scalar(out, n_kv_);
@@ -155,10 +155,10 @@ class gguf_writer {
     MNEMO_ASSIGN_OR_RETURN(std::vector<std::byte> bytes, to_bytes());
     std::FILE* f = std::fopen(path.c_str(), "wb");
     if (f == nullptr)
-      return make_status(status_code::io_error, "gguf_writer: cannot create '%s'", path.c_str());
+      return make_status(status_code::io_error, "gguf::writer: cannot create '%s'", path.c_str());
     const bool ok = std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size();
     if (std::fclose(f) != 0 || !ok)
-      return make_status(status_code::io_error, "gguf_writer: cannot write '%s'", path.c_str());
+      return make_status(status_code::io_error, "gguf::writer: cannot write '%s'", path.c_str());
     return {};
   }
 
@@ -170,14 +170,14 @@ class gguf_writer {
     std::vector<std::byte> data;
   };
 
-  gguf_writer& fail(status s) {
+  writer& fail(status s) {
     if (error_.is_ok()) error_ = std::move(s);
     return *this;
   }
 
-  bool begin_key(std::string_view key, gguf_type type) {
+  bool begin_key(std::string_view key, meta_type type) {
     if (!keys_.insert(std::string(key)).second) {
-      fail(make_status(status_code::invalid_argument, "gguf_writer: key '%s' is added twice",
+      fail(make_status(status_code::invalid_argument, "gguf::writer: key '%s' is added twice",
                        std::string(key).c_str()));
       return false;
     }
@@ -209,7 +209,7 @@ class gguf_writer {
   }
 
   std::uint32_t version_;
-  std::uint32_t alignment_ = k_gguf_default_alignment;
+  std::uint32_t alignment_ = k_default_alignment;
   std::uint64_t n_kv_ = 0;
   std::vector<std::byte> meta_;
   std::vector<tensor> tensors_;
@@ -218,4 +218,4 @@ class gguf_writer {
   status error_;
 };
 
-}  // namespace mnemo::model
+}  // namespace mnemo::gguf

@@ -2,8 +2,8 @@
 // or a copy read into a buffer (read_file).
 #pragma once
 
-#if !defined(MNEMO_MODEL_GGUF_DETAIL_OK_)
-#error "mnemo/model/detail/gguf_* headers are internal: include mnemo/model/gguf.hpp"
+#if !defined(MNEMO_GGUF_DETAIL_OK_)
+#error "mnemo/model/detail/gguf_* headers are internal: include mnemo/gguf/file.hpp"
 #endif
 
 #include <cerrno>
@@ -27,7 +27,7 @@
 #define MNEMO_GGUF_HAS_MMAP 0
 #endif
 
-namespace mnemo::model::detail {
+namespace mnemo::gguf::detail {
 
 inline status os_error(const char* what, const std::string& path) {
   return make_status(status_code::io_error, "gguf: %s '%s': %s", what, path.c_str(),
@@ -86,7 +86,7 @@ inline result<aligned_buffer<std::byte>> read_file(const std::string& path) {
 #else
   return make_status(status_code::unsupported,
                      "gguf: cannot read '%s': files are opened on POSIX systems; use "
-                     "gguf_file::from_bytes",
+                     "gguf::file::from_bytes",
                      path.c_str());
 #endif
 }
@@ -128,7 +128,7 @@ class file_mapping {
 #else
     return make_status(status_code::unsupported,
                        "gguf: cannot map '%s': memory mapping needs a POSIX system; use "
-                       "gguf_file::from_bytes",
+                       "gguf::file::from_bytes",
                        path.c_str());
 #endif
   }
@@ -146,4 +146,4 @@ class file_mapping {
   std::size_t size_ = 0;
 };
 
-}  // namespace mnemo::model::detail
+}  // namespace mnemo::gguf::detail

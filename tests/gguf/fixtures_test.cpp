@@ -12,7 +12,7 @@
 #include <gtest/gtest.h>
 
 #include "mnemo/dtype/types.hpp"
-#include "mnemo/model/gguf.hpp"
+#include "mnemo/gguf/file.hpp"
 
 #ifndef MNEMO_FIXTURES_DIR
 #define MNEMO_FIXTURES_DIR ""
@@ -22,8 +22,7 @@ namespace {
 
 using mnemo::status_code;
 using mnemo::dtype::element_type;
-using mnemo::model::gguf_file;
-using mnemo::model::gguf_tensor;
+namespace gguf = mnemo::gguf;
 
 std::string fixture(const std::string& name) {
   return std::string(MNEMO_FIXTURES_DIR) + "/" + name;
@@ -33,13 +32,13 @@ std::string fixture(const std::string& name) {
   if (!std::filesystem::is_directory(MNEMO_FIXTURES_DIR)) \
   GTEST_SKIP() << "fixture directory '" MNEMO_FIXTURES_DIR "' not found (MNEMO_FIXTURES_DIR)"
 
-/// Declares `const gguf_file& var` for fixture `name`, or fails the test.
+/// Declares `const gguf::file& var` for fixture `name`, or fails the test.
 #define MNEMO_OPEN_FIXTURE(var, name)                                    \
-  auto var##_result = gguf_file::open(fixture(name));                    \
+  auto var##_result = gguf::file::open(fixture(name));                   \
   ASSERT_TRUE(var##_result.is_ok()) << var##_result.error().to_string(); \
-  const gguf_file& var = *var##_result
+  const gguf::file& var = *var##_result
 
-float f32_at(const gguf_tensor& t, std::size_t i) {
+float f32_at(const gguf::tensor& t, std::size_t i) {
   float v;
   std::memcpy(&v, t.data.data() + 4 * i, 4);
   return v;
@@ -62,9 +61,9 @@ TEST(GgufFixtures, EveryModelOpensWithItsArchitectureAndTensors) {
   };
   for (const model_facts& m : models) {
     SCOPED_TRACE(m.file);
-    auto r = gguf_file::open(fixture(m.file));
+    auto r = gguf::file::open(fixture(m.file));
     ASSERT_TRUE(r.is_ok()) << r.error().to_string();
-    const gguf_file& f = *r;
+    const gguf::file& f = *r;
     EXPECT_EQ(f.version(), 3u);
     EXPECT_EQ(f.alignment(), 32u);
     EXPECT_EQ(f.get_string("general.architecture").value_or(std::string_view()), m.arch);
@@ -81,7 +80,7 @@ TEST(GgufFixtures, EveryModelOpensWithItsArchitectureAndTensors) {
     EXPECT_EQ((*tokens)[3], "<0x00>");  // byte tokens 3..258 (MODELS.md section 2)
     EXPECT_EQ((*tokens)[258], "<0xFF>");
     const auto* lo = f.bytes().data();
-    for (const gguf_tensor& t : f.tensors()) {
+    for (const gguf::tensor& t : f.tensors()) {
       ASSERT_GE(t.data.data(), lo + f.data_offset()) << t.name;
       ASSERT_LE(t.data.data() + t.data.size(), lo + f.bytes().size()) << t.name;
       EXPECT_EQ(reinterpret_cast<std::uintptr_t>(t.data.data()) % 32, 0u) << t.name;
@@ -92,7 +91,7 @@ TEST(GgufFixtures, EveryModelOpensWithItsArchitectureAndTensors) {
     EXPECT_EQ(f.find_tensor("output.weight") == nullptr, tied);
     ASSERT_NE(f.find_tensor("token_embd.weight"), nullptr);
     // Norm weights are 1 + N(0, 0.1^2): a wrong data offset would not look like that.
-    const gguf_tensor& norm = *f.find_tensor("output_norm.weight");
+    const gguf::tensor& norm = *f.find_tensor("output_norm.weight");
     ASSERT_EQ(norm.element_type, element_type::f32);
     for (std::size_t i = 0; i < norm.n_elements; ++i) {
       const float x = f32_at(norm, i);
@@ -125,7 +124,7 @@ TEST(GgufFixtures, LlamaTinyHyperParametersAndData) {
   EXPECT_EQ((*types)[300], 1);
   EXPECT_EQ(f.get_array<float>("tokenizer.ggml.scores")->size(), 512u);
 
-  const gguf_tensor* e = f.find_tensor("token_embd.weight");
+  const gguf::tensor* e = f.find_tensor("token_embd.weight");
   ASSERT_NE(e, nullptr);
   EXPECT_EQ(e->n_dims, 2u);
   EXPECT_EQ(e->dims[0], 128u);
@@ -136,7 +135,7 @@ TEST(GgufFixtures, LlamaTinyHyperParametersAndData) {
   // First values as read by a separate Python script from the same file.
   EXPECT_FLOAT_EQ(f32_at(*e, 0), 0.3455841839313507f);
   EXPECT_FLOAT_EQ(f32_at(*e, 3), -1.3031572103500366f);
-  const gguf_tensor* down = f.find_tensor("blk.1.ffn_down.weight");
+  const gguf::tensor* down = f.find_tensor("blk.1.ffn_down.weight");
   ASSERT_NE(down, nullptr);
   EXPECT_EQ(down->dims[0], 344u);
   EXPECT_EQ(down->offset, 1800704u);
@@ -150,7 +149,7 @@ TEST(GgufFixtures, LlamaGqa4F16Tensors) {
   EXPECT_EQ(f.get_u32("llama.feed_forward_length").value_or(0), 688u);
   EXPECT_EQ(f.get_u32("llama.attention.head_count_kv").value_or(0), 1u);
   EXPECT_EQ(f.get_u32("llama.rope.dimension_count").value_or(0), 64u);
-  const gguf_tensor* k = f.find_tensor("blk.2.attn_k.weight");
+  const gguf::tensor* k = f.find_tensor("blk.2.attn_k.weight");
   ASSERT_NE(k, nullptr);
   EXPECT_EQ(k->element_type, element_type::f16);
   EXPECT_EQ(k->ggml_type, 1u);
@@ -181,7 +180,7 @@ TEST(GgufFixtures, GemmaMambaJambaKeys) {
   EXPECT_EQ(m.get_u32("mamba.ssm.state_size").value_or(0), 16u);
   EXPECT_EQ(m.get_u32("mamba.ssm.time_step_rank").value_or(0), 8u);
   EXPECT_EQ(m.get_bool("mamba.ssm.dt_b_c_rms").value_or(true), false);
-  const gguf_tensor* a = m.find_tensor("blk.2.ssm_a");
+  const gguf::tensor* a = m.find_tensor("blk.2.ssm_a");
   ASSERT_NE(a, nullptr);
   EXPECT_EQ(a->dims[0], 16u);
   EXPECT_EQ(a->dims[1], 256u);
@@ -214,7 +213,7 @@ TEST(GgufFixtures, TokenizerVocabularies) {
                           {"tokenizer/ggml-vocab-starcoder.gguf", "gpt2", 49152}};
   for (const vocab& v : vocabs) {
     SCOPED_TRACE(v.file);
-    auto r = gguf_file::open(fixture(v.file));
+    auto r = gguf::file::open(fixture(v.file));
     ASSERT_TRUE(r.is_ok()) << r.error().to_string();
     EXPECT_TRUE(r->tensors().empty());
     EXPECT_EQ(r->get_string("tokenizer.ggml.model").value_or(std::string_view()), v.model);

@@ -1,5 +1,5 @@
-// GGUF metadata as views into the file: one gguf_kv per key, typed getters that check
-// the stored type (and the range, for integers), and gguf_array<T>, a read-only view of
+// GGUF metadata as views into the file: one gguf::kv per key, typed getters that check
+// the stored type (and the range, for integers), and gguf::array<T>, a read-only view of
 // an array value. Nothing here copies file bytes except get_array_as().
 #pragma once
 
@@ -15,32 +15,32 @@
 #include "mnemo/base/assert.hpp"
 #include "mnemo/base/result.hpp"
 #include "mnemo/base/status.hpp"
-#include "mnemo/model/gguf_types.hpp"
+#include "mnemo/gguf/types.hpp"
 
-#if !defined(MNEMO_MODEL_GGUF_DETAIL_OK_)
-#define MNEMO_MODEL_GGUF_DETAIL_OK_ 1
-#include "mnemo/model/detail/gguf_cursor.hpp"
-#undef MNEMO_MODEL_GGUF_DETAIL_OK_
+#if !defined(MNEMO_GGUF_DETAIL_OK_)
+#define MNEMO_GGUF_DETAIL_OK_ 1
+#include "mnemo/gguf/detail/cursor.hpp"
+#undef MNEMO_GGUF_DETAIL_OK_
 #else
-#include "mnemo/model/detail/gguf_cursor.hpp"
+#include "mnemo/gguf/detail/cursor.hpp"
 #endif
 
-namespace mnemo::model {
+namespace mnemo::gguf {
 
 namespace detail {
-class gguf_parser;
+class parser;
 }
 
-/// A read-only view of an array value of element type T (a gguf_value_type). Elements
+/// A read-only view of an array value of element type T (a gguf::meta_value). Elements
 /// are decoded on access (the file stores them packed and possibly unaligned), so
 /// operator[] and the iterators return values, not references. Strings are views into
-/// the file. Valid while the gguf_file lives.
-template <gguf_value_type T>
-class gguf_array {
+/// the file. Valid while the gguf::file lives.
+template <meta_value T>
+class array {
  public:
   using value_type = T;
 
-  gguf_array() noexcept = default;
+  array() noexcept = default;
 
   std::size_t size() const noexcept { return size_; }
   bool empty() const noexcept { return size_ == 0; }
@@ -82,9 +82,9 @@ class gguf_array {
     friend bool operator==(const iterator& a, const iterator& b) noexcept { return a.i_ == b.i_; }
 
    private:
-    friend class gguf_array;
-    iterator(const gguf_array* a, std::size_t i) noexcept : a_(a), i_(i) {}
-    const gguf_array* a_ = nullptr;
+    friend class array;
+    iterator(const array* a, std::size_t i) noexcept : a_(a), i_(i) {}
+    const array* a_ = nullptr;
     std::size_t i_ = 0;
   };
 
@@ -99,21 +99,21 @@ class gguf_array {
   }
 
  private:
-  friend class gguf_kv;
+  friend class kv;
   const std::byte* data_ = nullptr;            // fixed-size elements, packed
   const std::byte* const* strings_ = nullptr;  // string elements: where each one starts
   std::size_t size_ = 0;
 };
 
 /// One metadata entry: a key and a scalar or array value, all views into the file.
-class gguf_kv {
+class kv {
  public:
   std::string_view key() const noexcept { return key_; }
-  /// gguf_type::array for arrays.
-  gguf_type type() const noexcept { return type_; }
-  bool is_array() const noexcept { return type_ == gguf_type::array; }
+  /// gguf::meta_type::array for arrays.
+  meta_type type() const noexcept { return type_; }
+  bool is_array() const noexcept { return type_ == meta_type::array; }
   /// The type of the elements of an array; type() for a scalar.
-  gguf_type element_type() const noexcept { return elem_; }
+  meta_type element_type() const noexcept { return elem_; }
   /// Elements of an array; 1 for a scalar.
   std::uint64_t size() const noexcept { return count_; }
   /// Byte offset of the entry (its key) in the file.
@@ -122,38 +122,38 @@ class gguf_kv {
   /// The scalar value as T. Integer T accepts every integer type whose value fits
   /// (out_of_range otherwise); float accepts f32, double accepts f32 and f64; bool and
   /// std::string_view need exactly bool and string. A wrong type is invalid_argument.
-  template <gguf_value_type T>
+  template <meta_value T>
   result<T> get() const {
-    if (is_array()) return type_error(gguf_type_of<T>::value);
+    if (is_array()) return type_error(meta_type_of<T>::value);
     if constexpr (std::is_same_v<T, bool>) {
-      if (type_ != gguf_type::boolean) return type_error(gguf_type::boolean);
+      if (type_ != meta_type::boolean) return type_error(meta_type::boolean);
       return value_[0] != std::byte{0};
     } else if constexpr (std::is_same_v<T, std::string_view>) {
-      if (type_ != gguf_type::string) return type_error(gguf_type::string);
+      if (type_ != meta_type::string) return type_error(meta_type::string);
       return string_at(value_);
     } else if constexpr (std::is_floating_point_v<T>) {
-      if (type_ == gguf_type::f32) return static_cast<T>(detail::load_le<float>(value_));
-      if (std::is_same_v<T, double> && type_ == gguf_type::f64)
+      if (type_ == meta_type::f32) return static_cast<T>(detail::load_le<float>(value_));
+      if (std::is_same_v<T, double> && type_ == meta_type::f64)
         return static_cast<T>(detail::load_le<double>(value_));
-      return type_error(gguf_type_of<T>::value);
+      return type_error(meta_type_of<T>::value);
     } else {
-      if (!is_integer(type_)) return type_error(gguf_type_of<T>::value);
+      if (!is_integer(type_)) return type_error(meta_type_of<T>::value);
       return narrow<T>(value_, type_, 0);
     }
   }
 
   /// A view of an array whose elements are exactly T (no conversion).
-  template <gguf_value_type T>
-  result<gguf_array<T>> get_array() const {
-    if (!is_array() || elem_ != gguf_type_of<T>::value) {
+  template <meta_value T>
+  result<array<T>> get_array() const {
+    if (!is_array() || elem_ != meta_type_of<T>::value) {
       return make_status(status_code::invalid_argument,
                          "gguf: key '%s' (byte %zu) is %s%.*s, not an array of %.*s",
                          detail::printable(key_).c_str(), offset_, is_array() ? "an array of " : "",
                          static_cast<int>(to_string(elem_).size()), to_string(elem_).data(),
-                         static_cast<int>(to_string(gguf_type_of<T>::value).size()),
-                         to_string(gguf_type_of<T>::value).data());
+                         static_cast<int>(to_string(meta_type_of<T>::value).size()),
+                         to_string(meta_type_of<T>::value).data());
     }
-    gguf_array<T> a;
+    array<T> a;
     a.data_ = value_;
     a.strings_ = strings_;
     a.size_ = static_cast<std::size_t>(count_);
@@ -168,10 +168,10 @@ class gguf_kv {
            !std::is_same_v<T, bool>) result<std::vector<T>> get_array_as()
   const {
     const bool ok_type = is_array() && (is_integer(elem_) ? std::is_integral_v<T>
-                                        : elem_ == gguf_type::f32
+                                        : elem_ == meta_type::f32
                                             ? std::is_floating_point_v<T>
-                                            : elem_ == gguf_type::f64 && std::is_same_v<T, double>);
-    if (!ok_type) return type_error(gguf_type_of<T>::value, "an array of ");
+                                            : elem_ == meta_type::f64 && std::is_same_v<T, double>);
+    if (!ok_type) return type_error(meta_type_of<T>::value, "an array of ");
     std::vector<T> out;
     out.reserve(static_cast<std::size_t>(count_));
     const std::size_t step = fixed_size(elem_);
@@ -180,7 +180,7 @@ class gguf_kv {
       if constexpr (std::is_integral_v<T>) {
         MNEMO_ASSIGN_OR_RETURN(T v, narrow<T>(p, elem_, i));
         out.push_back(v);
-      } else if (elem_ == gguf_type::f32) {
+      } else if (elem_ == meta_type::f32) {
         out.push_back(static_cast<T>(detail::load_le<float>(p)));
       } else {
         out.push_back(static_cast<T>(detail::load_le<double>(p)));
@@ -190,8 +190,8 @@ class gguf_kv {
   }
 
  private:
-  friend class detail::gguf_parser;
-  gguf_kv() = default;
+  friend class detail::parser;
+  kv() = default;
 
   static std::string_view string_at(const std::byte* p) noexcept {
     const auto n = detail::load_le<std::uint64_t>(p);
@@ -199,7 +199,7 @@ class gguf_kv {
   }
 
   template <class T>
-  result<T> narrow(const std::byte* p, gguf_type t, std::size_t index) const {
+  result<T> narrow(const std::byte* p, meta_type t, std::size_t index) const {
     bool fits = false;
     T out{};
     auto take = [&](auto v) {
@@ -207,14 +207,14 @@ class gguf_kv {
       if (fits) out = static_cast<T>(v);
     };
     switch (t) {
-      case gguf_type::u8: take(detail::load_le<std::uint8_t>(p)); break;
-      case gguf_type::i8: take(detail::load_le<std::int8_t>(p)); break;
-      case gguf_type::u16: take(detail::load_le<std::uint16_t>(p)); break;
-      case gguf_type::i16: take(detail::load_le<std::int16_t>(p)); break;
-      case gguf_type::u32: take(detail::load_le<std::uint32_t>(p)); break;
-      case gguf_type::i32: take(detail::load_le<std::int32_t>(p)); break;
-      case gguf_type::u64: take(detail::load_le<std::uint64_t>(p)); break;
-      case gguf_type::i64: take(detail::load_le<std::int64_t>(p)); break;
+      case meta_type::u8: take(detail::load_le<std::uint8_t>(p)); break;
+      case meta_type::i8: take(detail::load_le<std::int8_t>(p)); break;
+      case meta_type::u16: take(detail::load_le<std::uint16_t>(p)); break;
+      case meta_type::i16: take(detail::load_le<std::int16_t>(p)); break;
+      case meta_type::u32: take(detail::load_le<std::uint32_t>(p)); break;
+      case meta_type::i32: take(detail::load_le<std::int32_t>(p)); break;
+      case meta_type::u64: take(detail::load_le<std::uint64_t>(p)); break;
+      case meta_type::i64: take(detail::load_le<std::int64_t>(p)); break;
       default: break;
     }
     if (fits) return out;
@@ -223,11 +223,11 @@ class gguf_kv {
                        "gguf: key '%s' (byte %zu): %s of type %.*s does not fit in %.*s",
                        detail::printable(key_).c_str(), offset_, what.c_str(),
                        static_cast<int>(to_string(t).size()), to_string(t).data(),
-                       static_cast<int>(to_string(gguf_type_of<T>::value).size()),
-                       to_string(gguf_type_of<T>::value).data());
+                       static_cast<int>(to_string(meta_type_of<T>::value).size()),
+                       to_string(meta_type_of<T>::value).data());
   }
 
-  status type_error(gguf_type wanted, const char* wanted_prefix = "") const {
+  status type_error(meta_type wanted, const char* wanted_prefix = "") const {
     return make_status(
         status_code::invalid_argument, "gguf: key '%s' (byte %zu) is %s%.*s, not %s%.*s",
         detail::printable(key_).c_str(), offset_, is_array() ? "an array of " : "",
@@ -236,12 +236,12 @@ class gguf_kv {
   }
 
   std::string_view key_;
-  gguf_type type_ = gguf_type::u8;
-  gguf_type elem_ = gguf_type::u8;
+  meta_type type_ = meta_type::u8;
+  meta_type elem_ = meta_type::u8;
   std::uint64_t count_ = 1;
   std::size_t offset_ = 0;
   const std::byte* value_ = nullptr;           // scalar bytes, or first element of an array
   const std::byte* const* strings_ = nullptr;  // string arrays: start of each element
 };
 
-}  // namespace mnemo::model
+}  // namespace mnemo::gguf

@@ -8,34 +8,32 @@
 #include <string>
 #include <vector>
 
-#include "model/gguf_test_bytes.hpp"
+#include "gguf/test_bytes.hpp"
 #include <gtest/gtest.h>
 
-#include "mnemo/model/gguf.hpp"
-#include "mnemo/model/gguf_writer.hpp"
+#include "mnemo/gguf/file.hpp"
+#include "mnemo/gguf/writer.hpp"
 
 namespace {
 
 using mnemo::status_code;
-using mnemo::model::gguf_file;
-using mnemo::model::gguf_limits;
-using mnemo::model::gguf_writer;
-using mnemo::model::testing::raw_gguf;
+namespace gguf = mnemo::gguf;
+using mnemo::gguf::testing::raw_gguf;
 
 constexpr std::uint64_t k_2_63 = std::uint64_t{1} << 63;
 
 /// Parses from an exactly sized heap copy, so ASan sees a read one past the end.
-mnemo::result<gguf_file> open_copy(std::span<const std::byte> bytes,
-                                   std::unique_ptr<std::byte[]>& keep,
-                                   const gguf_limits& limits = {}) {
+mnemo::result<gguf::file> open_copy(std::span<const std::byte> bytes,
+                                    std::unique_ptr<std::byte[]>& keep,
+                                    const gguf::limits& limits = {}) {
   keep = std::make_unique<std::byte[]>(bytes.size() + 1);
   if (!bytes.empty()) std::memcpy(keep.get(), bytes.data(), bytes.size());
-  return gguf_file::from_bytes({keep.get(), bytes.size()}, limits);
+  return gguf::file::from_bytes({keep.get(), bytes.size()}, limits);
 }
 
 /// Expects a refusal with `code` whose message contains `needle`.
 void expect_refused(const raw_gguf& r, status_code code, const std::string& needle,
-                    const gguf_limits& limits = {}) {
+                    const gguf::limits& limits = {}) {
   std::unique_ptr<std::byte[]> keep;
   auto f = open_copy(r.span(), keep, limits);
   ASSERT_FALSE(f.is_ok()) << "expected a refusal containing '" << needle << "'";
@@ -59,7 +57,7 @@ TEST(GgufHostile, BaseFileOpens) {
 }
 
 TEST(GgufHostile, EveryTruncationIsRefusedUntilTheLastTensorEnds) {
-  gguf_writer w(3);
+  gguf::writer w(3);
   const std::vector<std::string> toks{"a", "bc"};
   w.add("general.architecture", std::string_view("llama"))
       .add("x.f64", 1.0)
@@ -114,7 +112,7 @@ TEST(GgufHostile, HugeCountsFailWithoutAllocating) {
 }
 
 TEST(GgufHostile, LimitsGiveUnsupported) {
-  gguf_limits lim;
+  gguf::limits lim;
   lim.max_tensors = 0;
   expect_refused(one_tensor({4}, 0, 0), status_code::unsupported, "exceed the limits", lim);
   lim = {};

@@ -1,5 +1,5 @@
 // A raw little-endian byte emitter for hand-made (usually broken) GGUF files in tests.
-// Unlike gguf_writer it checks nothing: every field is written as given.
+// Unlike gguf::writer it checks nothing: every field is written as given.
 #pragma once
 
 #include <cstddef>
@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-namespace mnemo::model::testing {
+namespace mnemo::gguf::testing {
 
 struct raw_gguf {
   std::vector<std::byte> b;
@@ -53,4 +53,4 @@ struct raw_gguf {
   std::span<const std::byte> span() const { return b; }
 };
 
-}  // namespace mnemo::model::testing
+}  // namespace mnemo::gguf::testing
