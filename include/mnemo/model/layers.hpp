@@ -3,8 +3,8 @@
 // live in matmul.hpp; these are the cheap steps between them, vectorised because a
 // prefill runs them over n_ubatch x n_ff values per layer.
 //
-// layer_kernels<Isa> holds one specialisation per ISA (THE KERNEL PATTERN, bodies in
-// detail/layer_kernels.inl); the free functions below forward to it.
+// layer_kernels<Isa> holds one specialisation per ISA (stamped by simd/foreach_target.hpp, bodies
+// in detail/layer_kernels.inl); the free functions below forward to it.
 #pragma once
 
 #include <cmath>
@@ -22,53 +22,8 @@ struct layer_kernels {
                 "(check simd::is_compiled<Isa>)");
 };
 
-MNEMO_BEGIN_TARGET_SCALAR
-template <>
-struct layer_kernels<simd::scalar> {
-  using isa = simd::scalar;
-  using V = simd::ops<isa>;
-  using vf = V::vf;
-  static constexpr std::size_t lanes = V::lanes;
-#include "mnemo/model/detail/layer_kernels.inl"
-};
-MNEMO_END_TARGET_SCALAR
-
-#if defined(MNEMO_ARCH_X86_64)
-MNEMO_BEGIN_ISA_WARNINGS
-MNEMO_BEGIN_TARGET_AVX2
-template <>
-struct layer_kernels<simd::avx2> {
-  using isa = simd::avx2;
-  using V = simd::ops<isa>;
-  using vf = V::vf;
-  static constexpr std::size_t lanes = V::lanes;
-#include "mnemo/model/detail/layer_kernels.inl"
-};
-MNEMO_END_TARGET
-
-MNEMO_BEGIN_TARGET_AVX512
-template <>
-struct layer_kernels<simd::avx512> {
-  using isa = simd::avx512;
-  using V = simd::ops<isa>;
-  using vf = V::vf;
-  static constexpr std::size_t lanes = V::lanes;
-#include "mnemo/model/detail/layer_kernels.inl"
-};
-MNEMO_END_TARGET
-MNEMO_END_ISA_WARNINGS
-#elif defined(MNEMO_ARCH_AARCH64)
-MNEMO_BEGIN_TARGET_NEON
-template <>
-struct layer_kernels<simd::neon> {
-  using isa = simd::neon;
-  using V = simd::ops<isa>;
-  using vf = V::vf;
-  static constexpr std::size_t lanes = V::lanes;
-#include "mnemo/model/detail/layer_kernels.inl"
-};
-MNEMO_END_TARGET_NEON
-#endif
+#define MNEMO_FOREACH_TARGET_BODY "mnemo/model/detail/layer_kernels_for_isa.inl"
+#include "mnemo/simd/foreach_target.hpp"
 
 /// y = x / sqrt(mean(x^2) + eps) * w   [n]; y may alias x.
 template <simd::isa_tag Isa = simd::native>

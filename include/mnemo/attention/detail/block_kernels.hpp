@@ -1,6 +1,7 @@
 // attention::detail::block_kernels<Isa>: the per-ISA inner loops, one specialisation
-// per compiled ISA, each inside its target region (bodies: tile_math.inl,
-// block_steps.inl, decode_steps.inl, in that order: later ones use earlier types).
+// per compiled ISA, each inside its target region (stamped by simd/foreach_target.hpp;
+// bodies: tile_math.inl, block_steps.inl, decode_steps.inl, in that order: later ones use
+// earlier types).
 #pragma once
 
 #include <cmath>
@@ -27,73 +28,7 @@ struct block_kernels {
                 "attention kernels: this ISA is not compiled for the target architecture");
 };
 
-MNEMO_BEGIN_TARGET_SCALAR
-template <>
-struct block_kernels<simd::scalar> {
-  using isa = simd::scalar;
-  using V = simd::ops<isa>;
-  using rows = dtype::row_kernels<isa>;
-// In this order: later bodies use earlier types.
-// clang-format off
-#include "mnemo/simd/detail/transpose_matrix.inl"
-#include "mnemo/attention/detail/tile_math.inl"
-#include "mnemo/attention/detail/block_steps.inl"
-#include "mnemo/attention/detail/decode_steps.inl"
-  // clang-format on
-};
-MNEMO_END_TARGET_SCALAR
-
-#if defined(MNEMO_ARCH_X86_64)
-// Compiler false positives inside intrinsics: see MNEMO_BEGIN_ISA_WARNINGS.
-MNEMO_BEGIN_ISA_WARNINGS
-MNEMO_BEGIN_TARGET_AVX2
-template <>
-struct block_kernels<simd::avx2> {
-  using isa = simd::avx2;
-  using V = simd::ops<isa>;
-  using rows = dtype::row_kernels<isa>;
-// In this order: later bodies use earlier types.
-// clang-format off
-#include "mnemo/simd/detail/transpose_matrix.inl"
-#include "mnemo/attention/detail/tile_math.inl"
-#include "mnemo/attention/detail/block_steps.inl"
-#include "mnemo/attention/detail/decode_steps.inl"
-  // clang-format on
-};
-MNEMO_END_TARGET
-
-MNEMO_BEGIN_TARGET_AVX512
-template <>
-struct block_kernels<simd::avx512> {
-  using isa = simd::avx512;
-  using V = simd::ops<isa>;
-  using rows = dtype::row_kernels<isa>;
-// In this order: later bodies use earlier types.
-// clang-format off
-#include "mnemo/simd/detail/transpose_matrix.inl"
-#include "mnemo/attention/detail/tile_math.inl"
-#include "mnemo/attention/detail/block_steps.inl"
-#include "mnemo/attention/detail/decode_steps.inl"
-  // clang-format on
-};
-MNEMO_END_TARGET
-MNEMO_END_ISA_WARNINGS
-#elif defined(MNEMO_ARCH_AARCH64)
-MNEMO_BEGIN_TARGET_NEON
-template <>
-struct block_kernels<simd::neon> {
-  using isa = simd::neon;
-  using V = simd::ops<isa>;
-  using rows = dtype::row_kernels<isa>;
-// In this order: later bodies use earlier types.
-// clang-format off
-#include "mnemo/simd/detail/transpose_matrix.inl"
-#include "mnemo/attention/detail/tile_math.inl"
-#include "mnemo/attention/detail/block_steps.inl"
-#include "mnemo/attention/detail/decode_steps.inl"
-  // clang-format on
-};
-MNEMO_END_TARGET_NEON
-#endif
+#define MNEMO_FOREACH_TARGET_BODY "mnemo/attention/detail/block_kernels_for_isa.inl"
+#include "mnemo/simd/foreach_target.hpp"
 
 }  // namespace mnemo::attention::detail

@@ -1,6 +1,6 @@
-// Body of model::layer_kernels<Isa> (THE KERNEL PATTERN): included once per ISA inside
-// that ISA's target region, written against V = simd::ops<isa>. No include guard and
-// no #includes on purpose.
+// Body of model::layer_kernels<Isa> (docs/simd.md, "the kernel pattern"): included once
+// per ISA inside that ISA's target region, written against V = simd::ops<isa>. No
+// include guard and no #includes on purpose.
 
 /// y = x / sqrt(mean(x^2) + eps) * w   x, w, y: [n]; y may alias x.
 /// The scale is applied before the weight, as ggml_rms_norm followed by ggml_mul does.

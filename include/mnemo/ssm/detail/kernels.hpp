@@ -1,5 +1,5 @@
 // ssm::detail::kernels<Isa>: conv1d, scan_step and scan_chunk, one specialisation per
-// compiled ISA, each inside its target region (THE KERNEL PATTERN: the bodies in
+// compiled ISA, each inside its target region (stamped by simd/foreach_target.hpp: the bodies in
 // math.inl, conv1d.inl and scan.inl are written once against V = simd::ops<isa>).
 #pragma once
 
@@ -30,70 +30,8 @@ struct kernels {
                 "simd::is_compiled<Isa> before instantiating kernels for it");
 };
 
-MNEMO_BEGIN_TARGET_SCALAR
-template <>
-struct kernels<simd::scalar> {
-  using isa = simd::scalar;
-  using V = simd::ops<isa>;
-  using vf = V::vf;
-  static constexpr std::size_t lanes = V::lanes;
-  // clang-format off
-#include "mnemo/ssm/detail/math.inl"
-#include "mnemo/ssm/detail/conv1d.inl"
-#include "mnemo/ssm/detail/scan.inl"
-  // clang-format on
-};
-MNEMO_END_TARGET_SCALAR
-
-#if defined(MNEMO_ARCH_X86_64)
-MNEMO_BEGIN_ISA_WARNINGS
-MNEMO_BEGIN_TARGET_AVX2
-template <>
-struct kernels<simd::avx2> {
-  using isa = simd::avx2;
-  using V = simd::ops<isa>;
-  using vf = V::vf;
-  static constexpr std::size_t lanes = V::lanes;
-  // clang-format off
-#include "mnemo/ssm/detail/math.inl"
-#include "mnemo/ssm/detail/conv1d.inl"
-#include "mnemo/ssm/detail/scan.inl"
-  // clang-format on
-};
-MNEMO_END_TARGET
-
-MNEMO_BEGIN_TARGET_AVX512
-template <>
-struct kernels<simd::avx512> {
-  using isa = simd::avx512;
-  using V = simd::ops<isa>;
-  using vf = V::vf;
-  static constexpr std::size_t lanes = V::lanes;
-  // clang-format off
-#include "mnemo/ssm/detail/math.inl"
-#include "mnemo/ssm/detail/conv1d.inl"
-#include "mnemo/ssm/detail/scan.inl"
-  // clang-format on
-};
-MNEMO_END_TARGET
-MNEMO_END_ISA_WARNINGS
-
-#elif defined(MNEMO_ARCH_AARCH64)
-MNEMO_BEGIN_TARGET_NEON
-template <>
-struct kernels<simd::neon> {
-  using isa = simd::neon;
-  using V = simd::ops<isa>;
-  using vf = V::vf;
-  static constexpr std::size_t lanes = V::lanes;
-  // clang-format off
-#include "mnemo/ssm/detail/math.inl"
-#include "mnemo/ssm/detail/conv1d.inl"
-#include "mnemo/ssm/detail/scan.inl"
-  // clang-format on
-};
-MNEMO_END_TARGET_NEON
-#endif
+#define MNEMO_FOREACH_TARGET_BODY "mnemo/ssm/detail/kernels_for_isa.inl"
+#include "mnemo/simd/foreach_target.hpp"
 
 }  // namespace mnemo::ssm::detail
 
