@@ -109,7 +109,13 @@ struct rope_config {
     const double extrap = std::exp(-std::log(static_cast<double>(freq_base)) *
                                    static_cast<double>(2 * pair) / static_cast<double>(n_rot)) /
                           static_cast<double>(factor(pair));
-    const double mix = yarn_mix(pair);
+    double mix = 0.0;
+    if (yarn.ext_factor != 0.0f) {  // yarn_mix in double: shifts by large deltas stay exact
+      const auto [lo, hi] = yarn_corr_dims();
+      const double y =
+          (static_cast<double>(pair) - lo) / std::max(0.001, static_cast<double>(hi - lo));
+      mix = (1.0 - std::min(1.0, std::max(0.0, y))) * yarn.ext_factor;
+    }
     return extrap * (static_cast<double>(freq_scale) * (1.0 - mix) + mix);
   }
 };
