@@ -1,6 +1,6 @@
 // The attention architectures on small random-weight files built here (no fixtures
 // needed): the same weights stored fused (phi3's attn_qkv, gate|up in ffn_up) and
-// separate give the same logits; biases, post-norms and q/k norms change them (so they
+// separate give the same logits; biases and q/k norms change them (so they
 // are used); each recipe's defaults and refusals; the interleaved memory agrees with one
 // full cache on gemma2; and open_attention_decoder picks the recipe by
 // general.architecture.
@@ -176,7 +176,7 @@ TEST(ArchFused, Phi3FusedGateUpGivesQwen2sSeparateLogits) {
   EXPECT_LE(max_diff(run(*qwen2), run(*phi3)), 1e-5);
 }
 
-TEST(ArchOptional, BiasesNormsAndPostNormsChangeTheLogits) {
+TEST(ArchOptional, BiasesAndQkNormsChangeTheLogits) {
   arch_file plain;
   plain.arch = "qwen2";
   LOAD(base, plain);
