@@ -22,7 +22,7 @@
 #include "mnemo/evict/snapkv.hpp"
 #include "mnemo/evict/streaming_llm.hpp"
 #include "mnemo/evict/tova.hpp"
-#include "mnemo/memory/bounded.hpp"
+#include "mnemo/memory/bounded/bounded.hpp"
 
 namespace {
 

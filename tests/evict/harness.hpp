@@ -11,7 +11,7 @@
 #include <gtest/gtest.h>
 
 #include "mnemo/evict/observe.hpp"
-#include "mnemo/memory/bounded.hpp"
+#include "mnemo/memory/bounded/bounded.hpp"
 
 namespace evict_test {
 

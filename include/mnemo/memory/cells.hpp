@@ -25,6 +25,14 @@
 
 namespace mnemo::memory {
 
+/// Calls fn(s) for every sequence s of o, by increasing id.
+template <class Fn>
+void for_each_seq(const seq_set& o, Fn&& fn) {
+  for (int w = 0; w < k_max_seq / 64; ++w)
+    for (std::uint64_t bits = o.words[w]; bits != 0; bits &= bits - 1)
+      fn(static_cast<seq_id>(w * 64 + std::countr_zero(bits)));
+}
+
 class cell_array {
  public:
   cell_array() = default;
@@ -67,7 +75,7 @@ class cell_array {
     pos_[i] = p;
     owners_[i] = owners;
     shift_[i] = 0;
-    for_each_owner(owners, [&](seq_id s) { seq_pos_[s].insert(p); });
+    for_each_seq(owners, [&](seq_id s) { seq_pos_[s].insert(p); });
     ++used_;
     used_max_p1_ = std::max(used_max_p1_, i + 1);
   }
@@ -75,7 +83,7 @@ class cell_array {
   /// Empties cell i (whatever it holds).
   void release(std::size_t i) {
     if (empty(i)) return;
-    for_each_owner(owners_[i], [&](seq_id s) { drop(s, pos_[i]); });
+    for_each_seq(owners_[i], [&](seq_id s) { drop(s, pos_[i]); });
     free_cell(i);
   }
 
@@ -107,7 +115,7 @@ class cell_array {
       release(i);
       return true;
     }
-    for_each_owner(owners_[i], [&](seq_id s) {
+    for_each_seq(owners_[i], [&](seq_id s) {
       drop(s, old);
       seq_pos_[s].insert(p);
     });
@@ -262,17 +270,6 @@ class cell_array {
   }
 
  private:
-  template <class Fn>
-  static void for_each_owner(const seq_set& o, Fn&& fn) {
-    for (int w = 0; w < k_max_seq / 64; ++w) {
-      std::uint64_t bits = o.words[w];
-      while (bits) {
-        const int b = std::countr_zero(bits);
-        fn(static_cast<seq_id>(w * 64 + b));
-        bits &= bits - 1;
-      }
-    }
-  }
   void drop(seq_id s, pos_t p) {
     [[maybe_unused]] const bool found = seq_pos_[s].erase(p);
     MNEMO_DASSERT(found);

@@ -27,7 +27,7 @@
 #include "mnemo/evict/observe.hpp"
 #include "mnemo/gguf/file.hpp"
 #include "mnemo/memory/concepts.hpp"
-#include "mnemo/memory/full_cache.hpp"
+#include "mnemo/memory/full/full_cache.hpp"
 #include "mnemo/model/decoder_blocks.hpp"
 #include "mnemo/model/layers.hpp"
 #include "mnemo/model/llama_hparams.hpp"

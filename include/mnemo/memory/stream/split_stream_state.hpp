@@ -1,5 +1,6 @@
 // State save/load of split_stream, in the format of state_format.hpp (strategy
-// split_stream, n_stream = n_seq_max). Pending shifts are applied first (D-6).
+// split_stream, n_stream = n_seq_max). Pending shifts are applied first, so the keys in
+// a file match their positions.
 //
 // Whole state (seq -1): the sharing is kept, each shared block is written once.
 //   u32 block_cells  u32 size_per_stream  u32 n_blocks (blocks written)
@@ -12,8 +13,8 @@
 
 #include <vector>
 
-#include "mnemo/memory/split_stream.hpp"
 #include "mnemo/memory/state_format.hpp"
+#include "mnemo/memory/stream/split_stream.hpp"
 
 namespace mnemo::memory {
 
@@ -79,9 +80,7 @@ status read_seq(split_stream<KE, VE>& c, byte_reader& r, seq_id dest);
 /// (its capacity is reused).
 template <class KE, class VE>
 status state_write(split_stream<KE, VE>& c, seq_id s, std::vector<std::uint8_t>& out) {
-  MNEMO_RETURN_IF_ERROR(check_seq(s, c.config().n_seq_max, "state_write", true));
-  if (c.in_batch())
-    return make_status(status_code::invalid_argument, "state_write: a batch is being applied");
+  MNEMO_RETURN_IF_ERROR(check_state_write(s, c.config().n_seq_max, c.in_batch()));
   MNEMO_RETURN_IF_ERROR(c.update());
   const auto& cfg = c.config();
   const auto& kv = c.pool().kv();
@@ -110,29 +109,15 @@ status state_write(split_stream<KE, VE>& c, seq_id s, std::vector<std::uint8_t>&
   return {};
 }
 
-template <class KE, class VE>
-result<std::vector<std::uint8_t>> state_write(split_stream<KE, VE>& c, seq_id s = -1) {
-  std::vector<std::uint8_t> out;
-  MNEMO_RETURN_IF_ERROR(state_write(c, s, out));
-  return out;
-}
-
 /// Loads a state written by state_write: a whole state into the whole memory (dest
 /// == -1; every stream, blocks and their sharing as they were), a per-sequence state
 /// into sequence dest (its stream is replaced; cells dense from cell 0). Every check
 /// runs before any change: on failure the memory is exactly as it was.
 template <class KE, class VE>
 status state_read(split_stream<KE, VE>& c, std::span<const std::uint8_t> data, seq_id dest = -1) {
-  MNEMO_RETURN_IF_ERROR(check_seq(dest, c.config().n_seq_max, "state_read", true));
-  if (c.in_batch())
-    return make_status(status_code::invalid_argument, "state_read: a batch is being applied");
-  std::int32_t src = 0;
-  MNEMO_ASSIGN_OR_RETURN(auto payload, open_state(data, detail::split_stream_header(c, -1), src));
-  if ((dest < 0) != (src < 0))
-    return make_status(
-        status_code::invalid_argument, "state_read: a %s state cannot be loaded into %s",
-        src < 0 ? "whole-memory" : "per-sequence", dest < 0 ? "the whole memory" : "a sequence");
-  byte_reader r(payload);
+  MNEMO_ASSIGN_OR_RETURN(auto opened, open_state_into(data, detail::split_stream_header(c, -1),
+                                                      dest, c.config().n_seq_max, c.in_batch()));
+  byte_reader r(opened.payload);
   return dest < 0 ? detail::read_whole(c, r) : detail::read_seq(c, r, dest);
 }
 

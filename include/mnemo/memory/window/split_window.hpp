@@ -13,7 +13,7 @@
 // Batches are split equally and sequentially (split_stream's strategy); the streams a
 // batch touches are prepared, applied, committed and rolled back together. Coupled
 // tokens (one token in several sequences) are refused with a status, as split_stream.
-// seq_cp across streams copies cells (and the source's horizon, spec §4.4).
+// seq_cp across streams copies cells (and the source's horizon, as the unified window).
 #pragma once
 
 #include <algorithm>
@@ -24,10 +24,12 @@
 
 #include "mnemo/batch/strategies.hpp"
 #include "mnemo/memory/concepts.hpp"
-#include "mnemo/memory/sliding_window.hpp"
-#include "mnemo/memory/stream_tokens.hpp"
+#include "mnemo/memory/seq_guards.hpp"
+#include "mnemo/memory/stream_views.hpp"
+#include "mnemo/memory/token_checks.hpp"
 #include "mnemo/memory/types.hpp"
-#include "mnemo/memory/window_rules.hpp"
+#include "mnemo/memory/window/sliding_window.hpp"
+#include "mnemo/memory/window/window_rules.hpp"
 
 namespace mnemo::memory {
 
@@ -53,9 +55,7 @@ class split_window {
   using window_type = sliding_window<KE, VE>;
 
   static result<split_window> make(const split_window_config& cfg) {
-    if (cfg.n_seq_max < 1 || cfg.n_seq_max > k_max_seq)
-      return make_status(status_code::invalid_argument,
-                         "split window: n_seq_max %d is outside [1, %d]", cfg.n_seq_max, k_max_seq);
+    MNEMO_RETURN_IF_ERROR(check_n_seq_max("split window", cfg.n_seq_max));
     split_window m;
     m.cfg_ = cfg;
     m.cfg_.stream.n_seq_max = 1;
@@ -111,7 +111,7 @@ class split_window {
 
   status check_seq_rm(seq_id s, pos_t p0, pos_t p1) const {
     MNEMO_RETURN_IF_ERROR(check_seq(s, cfg_.n_seq_max, "seq_rm", true));
-    MNEMO_RETURN_IF_ERROR(no_open_batch("seq_rm"));
+    MNEMO_RETURN_IF_ERROR(check_not_in_batch(in_batch(), "seq_rm"));
     for (seq_id q = s < 0 ? 0 : s; q < (s < 0 ? cfg_.n_seq_max : s + 1); ++q)
       MNEMO_RETURN_IF_ERROR(stream(q).check_seq_rm(0, p0, p1));
     return {};
@@ -122,7 +122,7 @@ class split_window {
   status check_seq_cp(seq_id src, seq_id dst, pos_t p0, pos_t p1) const {
     MNEMO_RETURN_IF_ERROR(check_seq(src, cfg_.n_seq_max, "seq_cp"));
     MNEMO_RETURN_IF_ERROR(check_seq(dst, cfg_.n_seq_max, "seq_cp"));
-    MNEMO_RETURN_IF_ERROR(no_open_batch("seq_cp"));
+    MNEMO_RETURN_IF_ERROR(check_not_in_batch(in_batch(), "seq_cp"));
     if (src == dst) return {};
     const pos_range r = pos_range::of(p0, p1);
     const cell_array& a = stream(src).cells();
@@ -149,7 +149,7 @@ class split_window {
   }
   status check_seq_keep(seq_id s) const {
     MNEMO_RETURN_IF_ERROR(check_seq(s, cfg_.n_seq_max, "seq_keep"));
-    return no_open_batch("seq_keep");
+    return check_not_in_batch(in_batch(), "seq_keep");
   }
   status check_seq_add(seq_id s, pos_t p0, pos_t p1, pos_t delta) const {
     MNEMO_RETURN_IF_ERROR(check_seq(s, cfg_.n_seq_max, "seq_add"));
@@ -160,7 +160,7 @@ class split_window {
     return stream(s).check_seq_div(0, p0, p1, d);
   }
 
-  // ---- sequence operations (spec §1.3; checked first, all-or-nothing) ---------------
+  // ---- sequence operations (checked first, all-or-nothing) --------------------------
 
   status seq_rm(seq_id s, pos_t p0, pos_t p1) {
     MNEMO_RETURN_IF_ERROR(check_seq_rm(s, p0, p1));
@@ -193,7 +193,7 @@ class split_window {
     applied_ = false;
   }
   status update() {
-    MNEMO_RETURN_IF_ERROR(no_open_batch("update"));
+    MNEMO_RETURN_IF_ERROR(check_not_in_batch(in_batch(), "update"));
     for (auto& w : streams_) MNEMO_RETURN_IF_ERROR(w.update());
     return {};
   }
@@ -208,14 +208,6 @@ class split_window {
   /// whole batch back.
   status apply(std::size_t u, const ubatch_tokens& ub);
 
-  /// K/V of token j of micro-batch u. k: [n_head_kv, d_k] f32, v: [n_head_kv, d_v] f32.
-  template <class Isa = simd::native>
-  void write_kv(std::size_t layer, std::size_t u, std::size_t j, const float* k,
-                const float* v) noexcept {
-    const ubatch_plan& p = plan_[u];
-    at(static_cast<seq_id>(p.stream[j])).template write_kv<Isa>(layer, u, p.local[j], k, v);
-  }
-
   void commit() {
     for (seq_id s : touched_) at(s).commit();
     plan_.clear();
@@ -227,6 +219,14 @@ class split_window {
     plan_.clear();
     touched_.clear();
     applied_ = false;
+  }
+
+  /// K/V of token j of micro-batch u. k: [n_head_kv, d_k] f32, v: [n_head_kv, d_v] f32.
+  template <class Isa = simd::native>
+  void write_kv(std::size_t layer, std::size_t u, std::size_t j, const float* k,
+                const float* v) noexcept {
+    const ubatch_plan& p = plan_[u];
+    at(static_cast<seq_id>(p.stream[j])).template write_kv<Isa>(layer, u, p.local[j], k, v);
   }
 
   /// One kv_view per sequence of micro-batch u, by increasing sequence id (as
@@ -242,24 +242,18 @@ class split_window {
       g.owners = nullptr;  // every cell of the stream is the querying sequence's
       out.segments.push_back(g);
     }
-    for (std::size_t k = 0; k < p.ids.size(); ++k)
-      out.streams.push_back(
-          attention::kv_view{std::span<const attention::kv_segment>(out.segments).subspan(k, 1)});
-    for (std::uint32_t s : p.stream)
-      out.token_stream.push_back(static_cast<std::uint32_t>(
-          std::lower_bound(p.ids.begin(), p.ids.end(), static_cast<seq_id>(s)) - p.ids.begin()));
+    view_per_segment(out);
+    token_views(out, std::span<const seq_id>(p.ids), p.stream,
+                [](std::uint32_t s) { return static_cast<seq_id>(s); });
   }
 
   memory_report report() const {
     memory_report r;
     const auto& kv = streams_[0].storage();
     const std::size_t cells = size();
-    for (std::size_t l = 0; l < cfg_.stream.shape.n_layer; ++l) {
-      r.layers.push_back({l, "kv-window", std::string(dtype::element_traits<KE>::name),
-                          std::string(dtype::element_traits<VE>::name), kv.k_row_bytes() * cells,
-                          kv.v_row_bytes() * cells});
-      r.total_bytes += (kv.k_row_bytes() + kv.v_row_bytes()) * cells;
-    }
+    add_kv_layers(r, cfg_.stream.shape.n_layer, "kv-window", dtype::element_traits<KE>::name,
+                  dtype::element_traits<VE>::name, kv.k_row_bytes() * cells,
+                  kv.v_row_bytes() * cells);
     r.cells = cells;
     r.cells_used = used();
     for (seq_id s = 0; s < cfg_.n_seq_max; ++s)
@@ -278,21 +272,16 @@ class split_window {
   bool valid(seq_id s) const noexcept { return s >= 0 && s < cfg_.n_seq_max; }
   window_type& at(seq_id s) noexcept { return streams_[idx(s)]; }
 
-  status no_open_batch(const char* op) const {
-    if (!in_batch()) return {};
-    return make_status(status_code::invalid_argument,
-                       "%s: a batch is prepared or being applied; commit() or rollback() first",
-                       op);
-  }
-
   /// dst's horizon after seq_cp (window_rules.hpp, the unified window's rule).
   pos_t copied_horizon(seq_id src, seq_id dst, pos_range r) const {
     return memory::copied_horizon(horizon(src), horizon(dst), r);
   }
 
-  /// Exactly one sequence below n_seq_max and a position >= 0 (the window rules of
-  /// the token's stream are checked by the stream).
-  status check_tokens(const char* op, std::size_t u, const ubatch_tokens& ub) const;
+  /// Why a token of several sequences is refused (check_stream_tokens; the window
+  /// rules of a token's stream are checked by the stream).
+  static constexpr const char* k_coupled =
+      "split windows hold each sequence in a stream of its own; decode a shared prefix on one "
+      "sequence and seq_cp it, or use a unified memory";
 
   split_window_config cfg_;
   std::vector<window_type> streams_;  // [n_seq_max]
@@ -305,9 +294,7 @@ class split_window {
 
 }  // namespace mnemo::memory
 
-#define MNEMO_MEMORY_DETAIL_OK_
-#include "mnemo/memory/detail/split_window_ops.hpp"
-#undef MNEMO_MEMORY_DETAIL_OK_
+#include "mnemo/memory/window/split_window_impl.hpp"
 
 namespace mnemo::memory {
 static_assert(kv_memory<split_window<float>>);

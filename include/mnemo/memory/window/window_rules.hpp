@@ -57,12 +57,24 @@ constexpr bool resumable(attention::window_kind w, pos_t n_swa, pos_t horizon, p
   return horizon <= 0 || q == 0 || (q > horizon && lowest_kept(w, n_swa, q) >= horizon);
 }
 
-/// dst's horizon after seq_cp(src, dst, r) (spec §4.4): above src's forgotten positions
+/// dst's horizon after seq_cp(src, dst, r): above src's forgotten positions
 /// in the range (horizon hs) and dst's own forgotten positions outside it (hd).
 constexpr pos_t copied_horizon(pos_t hs, pos_t hd, pos_range r) noexcept {
   const pos_t from_src = r.p0 < hs ? std::min(r.p1, hs) : 0;
   const pos_t from_dst = hd <= 0 ? 0 : r.contains(hd - 1) ? std::min(r.p0, hd) : hd;
   return std::max(from_src, from_dst);
+}
+
+/// A sequence's horizon h after its positions in r move by new_pos (seq_add, seq_div):
+/// one above every forgotten position (all below h) where it lands. Forgotten positions
+/// outside the range stay (the highest is h - 1, or p0 - 1 when h - 1 moves); those
+/// inside land at most at new_pos(min(p1, h) - 1), new_pos being non-decreasing.
+template <class NewPos>
+constexpr pos_t moved_horizon(pos_t h, pos_range r, NewPos new_pos) {
+  if (h <= 0) return h;
+  pos_t h2 = r.contains(h - 1) ? r.p0 : h;
+  if (r.p0 < h) h2 = std::max<pos_t>(h2, new_pos(std::min(r.p1, h) - 1) + 1);
+  return std::max<pos_t>(0, h2);
 }
 
 }  // namespace mnemo::memory

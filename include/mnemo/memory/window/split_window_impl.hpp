@@ -2,23 +2,13 @@
 // routed to the streams of their sequences; every window decision is the stream's.
 #pragma once
 
-#if !defined(MNEMO_MEMORY_DETAIL_OK_)
-#error "mnemo/memory/detail/ headers are internal: include mnemo/memory/split_window.hpp"
-#endif
-
 #include <algorithm>
-#include <bit>
 #include <cstring>
 #include <vector>
 
-namespace mnemo::memory {
+#include "mnemo/memory/window/split_window.hpp"
 
-template <dtype::kv_element KE, dtype::kv_element VE>
-status split_window<KE, VE>::check_tokens(const char* op, std::size_t u,
-                                          const ubatch_tokens& ub) const {
-  return check_stream_tokens(op, u, ub, cfg_.n_seq_max, "split windows",
-                             "decode a shared prefix on one sequence and seq_cp it");
-}
+namespace mnemo::memory {
 
 template <dtype::kv_element KE, dtype::kv_element VE>
 status split_window<KE, VE>::prepare(std::span<const ubatch_tokens> ubatches) {
@@ -28,7 +18,8 @@ status split_window<KE, VE>::prepare(std::span<const ubatch_tokens> ubatches) {
   rollback();  // an unapplied plan is replaced
   std::size_t widest = 0;
   for (std::size_t u = 0; u < ubatches.size(); ++u) {
-    MNEMO_RETURN_IF_ERROR(check_tokens("prepare", u, ubatches[u]));
+    MNEMO_RETURN_IF_ERROR(
+        check_stream_tokens("prepare", u, ubatches[u], cfg_.n_seq_max, k_coupled));
     widest = std::max(widest, ubatches[u].size());
   }
   if (seq0_.size() < widest) seq0_.assign(widest, seq_set::of(0));
@@ -73,7 +64,7 @@ status split_window<KE, VE>::apply(std::size_t u, const ubatch_tokens& ub) {
   if (u >= plan_.size() || plan_[u].stream.size() != ub.size())
     return make_status(status_code::invalid_argument,
                        "apply: micro-batch %zu does not match the prepared plan", u);
-  MNEMO_RETURN_IF_ERROR(check_tokens("apply", u, ub));
+  MNEMO_RETURN_IF_ERROR(check_stream_tokens("apply", u, ub, cfg_.n_seq_max, k_coupled));
   const ubatch_plan& p = plan_[u];
   for (std::size_t j = 0; j < ub.size(); ++j)
     if (ub.seqs[j].lowest() != static_cast<seq_id>(p.stream[j]))

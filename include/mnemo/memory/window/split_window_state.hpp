@@ -11,9 +11,9 @@
 #include <span>
 #include <vector>
 
-#include "mnemo/memory/sliding_window_state.hpp"
-#include "mnemo/memory/split_window.hpp"
 #include "mnemo/memory/state_format.hpp"
+#include "mnemo/memory/window/sliding_window_state.hpp"
+#include "mnemo/memory/window/split_window.hpp"
 
 namespace mnemo::memory {
 
@@ -31,16 +31,9 @@ state_header split_window_header(const split_window<KE, VE>& c, std::int32_t seq
 template <class KE, class VE>
 result<std::vector<std::span<const std::uint8_t>>> split_window_parts(
     const split_window<KE, VE>& c, std::span<const std::uint8_t> data, seq_id dest) {
-  MNEMO_RETURN_IF_ERROR(check_seq(dest, c.config().n_seq_max, "state_read", true));
-  if (c.in_batch())
-    return make_status(status_code::invalid_argument, "state_read: a batch is being applied");
-  std::int32_t src = 0;
-  MNEMO_ASSIGN_OR_RETURN(auto payload, open_state(data, split_window_header(c, -1), src));
-  if ((dest < 0) != (src < 0))
-    return make_status(
-        status_code::invalid_argument, "state_read: a %s state cannot be loaded into %s",
-        src < 0 ? "whole-memory" : "per-sequence", dest < 0 ? "the whole memory" : "a sequence");
-  byte_reader r(payload);
+  MNEMO_ASSIGN_OR_RETURN(auto opened, open_state_into(data, split_window_header(c, -1), dest,
+                                                      c.config().n_seq_max, c.in_batch()));
+  byte_reader r(opened.payload);
   std::uint32_t tag = 0, n = 0;
   r.get(tag);
   r.get(n);
@@ -49,22 +42,12 @@ result<std::vector<std::span<const std::uint8_t>>> split_window_parts(
     return make_status(status_code::corrupt_data,
                        "state_read: not a split-window state of %u streams", want);
   std::vector<std::span<const std::uint8_t>> parts;
-  for (std::uint32_t k = 0; k < n; ++k) {
-    std::uint64_t len = 0;
-    r.get(len);
-    const std::uint8_t* p = r.ok() && len <= r.remaining() ? r.get_bytes(len) : nullptr;
-    if (p == nullptr)
-      return make_status(status_code::corrupt_data, "state_read: stream %u is truncated", k);
-    parts.emplace_back(p, len);
-  }
-  if (r.remaining() != 0)
-    return make_status(status_code::corrupt_data, "state_read: %zu trailing bytes", r.remaining());
+  MNEMO_RETURN_IF_ERROR(get_parts(r, n, "stream", parts));
   for (std::uint32_t k = 0; k < n; ++k) {
     const seq_id s = dest < 0 ? static_cast<seq_id>(k) : dest;
-    auto st = state_check(c.stream(s), parts[k], dest < 0 ? -1 : 0, nullptr);
+    const status st = state_check(c.stream(s), parts[k], dest < 0 ? -1 : 0);
     if (!st.is_ok())
-      return make_status(st.error().code(), "state_read: sequence %d: %s", s,
-                         st.error().to_string().c_str());
+      return make_status(st.code(), "state_read: sequence %d: %s", s, st.to_string().c_str());
   }
   return parts;
 }
@@ -75,32 +58,18 @@ result<std::vector<std::span<const std::uint8_t>>> split_window_parts(
 /// sliding_window's per-sequence state) or every stream (s == -1) into `out`.
 template <class KE, class VE>
 status state_write(split_window<KE, VE>& c, seq_id s, std::vector<std::uint8_t>& out) {
-  MNEMO_RETURN_IF_ERROR(check_seq(s, c.config().n_seq_max, "state_write", true));
-  if (c.in_batch())
-    return make_status(status_code::invalid_argument, "state_write: a batch is being applied");
+  MNEMO_RETURN_IF_ERROR(check_state_write(s, c.config().n_seq_max, c.in_batch()));
   std::vector<std::vector<std::uint8_t>> blobs(s < 0 ? c.n_streams() : 1);
   for (std::size_t k = 0; k < blobs.size(); ++k) {
     const seq_id q = s < 0 ? static_cast<seq_id>(k) : s;
     MNEMO_RETURN_IF_ERROR(state_write(c.mutable_stream(q), s < 0 ? -1 : 0, blobs[k]));
   }
-  std::size_t bytes = 8;
-  for (const auto& b : blobs) bytes += 8 + b.size();
-  state_builder b(out, detail::split_window_header(c, s), bytes);
+  state_builder b(out, detail::split_window_header(c, s), 8 + parts_bytes(blobs));
   b.payload().put(detail::k_split_window_tag);
   b.payload().put(static_cast<std::uint32_t>(blobs.size()));
-  for (const auto& blob : blobs) {
-    b.payload().put(static_cast<std::uint64_t>(blob.size()));
-    b.payload().put_bytes(blob.data(), blob.size());
-  }
+  put_parts(b.payload(), blobs);
   b.seal();
   return {};
-}
-
-template <class KE, class VE>
-result<std::vector<std::uint8_t>> state_write(split_window<KE, VE>& c, seq_id s = -1) {
-  std::vector<std::uint8_t> out;
-  MNEMO_RETURN_IF_ERROR(state_write(c, s, out));
-  return out;
 }
 
 /// Everything state_read checks, nothing changed (the composite asks first).

@@ -1,11 +1,9 @@
 // bounded's attention side: the views handed to attention, the mass buffers of the
 // statistics export, and eviction down to the kept size after attention (the class
-// and its documentation are in memory/bounded.hpp).
+// and its documentation are in bounded.hpp).
 #pragma once
 
-#if !defined(MNEMO_MEMORY_DETAIL_OK_)
-#error "mnemo/memory/detail/ headers are internal: include mnemo/memory/bounded.hpp"
-#endif
+#include "mnemo/memory/bounded/bounded.hpp"
 
 namespace mnemo::memory {
 
@@ -35,10 +33,8 @@ void bounded<P, KE, VE>::views(std::size_t layer, std::size_t u, layer_views& ou
         vstats_.max_new_tokens = ss.n_new;
       }
     }
-  for (std::size_t k = 0; k < out.segments.size(); ++k)
-    out.streams.push_back(
-        attention::kv_view{std::span<const attention::kv_segment>(out.segments).subspan(k, 1)});
-  for (std::uint32_t t : pl.token_seq) out.token_stream.push_back(t);
+  view_per_segment(out);
+  out.token_stream.assign(pl.token_seq.begin(), pl.token_seq.end());
 }
 
 template <class P, dtype::kv_element KE, dtype::kv_element VE>
@@ -164,18 +160,6 @@ void bounded<P, KE, VE>::evict_to_budget(const seq_step& ss, std::size_t layer, 
 }
 
 template <class P, dtype::kv_element KE, dtype::kv_element VE>
-void bounded<P, KE, VE>::rotate_key(std::size_t layer, seq_id s, std::size_t slot, std::size_t head,
-                                    const attention::rope_table& t) {
-  const std::size_t heads = cfg_.shape.n_head_kv / lh_, d = cfg_.shape.d_k;
-  row_f32_.resize(heads * d);
-  KE* k = k_part(layer, s, slot, head);
-  dtype::decode_row<simd::scalar>(k, row_f32_.data(), row_f32_.size());
-  for (std::size_t h = 0; h < heads; ++h)
-    attention::rope_apply(cfg_.rope, t, row_f32_.data() + h * d);
-  dtype::encode_row<simd::scalar>(row_f32_.data(), k, row_f32_.size());
-}
-
-template <class P, dtype::kv_element KE, dtype::kv_element VE>
 void bounded<P, KE, VE>::renumber(seq_id s, std::size_t layer, std::size_t head) {
   lane& ln = mut_lane(s, layer, head);
   cand_.clear();
@@ -183,20 +167,13 @@ void bounded<P, KE, VE>::renumber(seq_id s, std::size_t layer, std::size_t head)
     if (ln.pos[j] >= 0) cand_.push_back(static_cast<std::uint32_t>(j));
   std::sort(cand_.begin(), cand_.end(),
             [&](std::uint32_t a, std::uint32_t b) { return ln.pos[a] < ln.pos[b]; });
-  pos_t last_delta = 0;
-  std::vector<attention::rope_table> table;  // the current delta's angles
   for (std::size_t r = 0; r < cand_.size(); ++r) {
     const std::uint32_t j = cand_[r];
     const pos_t delta = static_cast<pos_t>(r) - ln.pos[j];
     if (delta == 0) continue;
     if (cfg_.rope.layout != attention::rope_layout::none) {
-      if (table.empty() || delta != last_delta) {
-        table.clear();
-        table.emplace_back(cfg_.rope, static_cast<double>(delta));
-        last_delta = delta;
-      }
       save_row(s, layer, head, j);
-      rotate_key(layer, s, j, head, table.front());
+      rotate_key(layer, s, j, head, delta);
     }
     ln.pos[j] = static_cast<pos_t>(r);
   }

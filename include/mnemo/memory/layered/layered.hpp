@@ -1,14 +1,15 @@
 // The per-layer composite memory: each model layer is routed to one of the parts by a
 // map given at construction (global layers to a full or split cache and local layers
-// to a sliding window: interleaved SWA, spec §4; attention layers to a KV strategy and
-// recurrent layers to memory::recurrent: hybrid, spec §6). The parts stay coherent:
+// to a sliding window: interleaved SWA; attention layers to a KV strategy and recurrent
+// layers to memory::recurrent: hybrid; docs/composite.md, docs/hybrid.md). The parts
+// stay coherent:
 //  - planning: one split every part accepts (the strictest of their strategies); every
 //    part prepared or none (a later part's failure undoes the earlier plans);
 //  - transactions: apply / commit / rollback reach every part; a failed apply rolls the
 //    whole batch back in every part;
-//  - sequence operations are all-or-nothing: every part is asked first
-//    (part_checks.hpp), then all apply (spec §6.2's incoherences cannot happen: a prefix
-//    removal a recurrent part cannot represent is refused before the KV part changes).
+//  - sequence operations are all-or-nothing: every part is asked first (its check_seq_*
+//    members, seq_ops.hpp), then all apply (a prefix removal a recurrent part cannot
+//    represent is refused before the KV part changes).
 //    At most one part may lack a check: it is run first, and its refusal stops the rest;
 //  - state: one file holding each part's state, all checked before any change
 //    (layered_state.hpp).
@@ -25,7 +26,8 @@
 #include "mnemo/attention/params.hpp"
 #include "mnemo/batch/strategies.hpp"
 #include "mnemo/memory/concepts.hpp"
-#include "mnemo/memory/part_checks.hpp"
+#include "mnemo/memory/recurrent/recurrent.hpp"
+#include "mnemo/memory/seq_ops.hpp"
 #include "mnemo/memory/types.hpp"
 
 namespace mnemo::memory {
@@ -70,7 +72,7 @@ struct first_kv<H, T...> {
   using v = typename H::v_element;
 };
 
-/// Merges split strategies: an equal split serves every unified cache too (spec §7.4),
+/// Merges split strategies: an equal split serves every unified cache too,
 /// a sequential one every split-stream or recurrent part.
 inline any_split stricter(any_split a, any_split b) {
   if (a.kind == split_kind::seq || b.kind == split_kind::seq) return seq_split{a.n_ubatch};
@@ -95,8 +97,8 @@ class layered {
   static_assert((... && sequence_memory<Parts>),
                 "every part of layered<Parts...> must model memory::sequence_memory");
   static_assert((0 + ... + (checked_memory<Parts> ? 0 : 1)) <= 1,
-                "layered<Parts...> can keep at most one part without a check_seq_op() "
-                "overload (part_checks.hpp) all-or-nothing: add one for your strategy");
+                "layered<Parts...> can keep at most one part without check_seq_* members "
+                "(seq_ops.hpp: checked_memory) all-or-nothing: add them to your strategy");
 
  public:
   using k_element = typename detail::first_kv<Parts...>::k;

@@ -1,4 +1,4 @@
-// The split-stream KV strategy (spec/memory.md §3, kv_unified = false): sequence s
+// The split-stream KV strategy (llama.cpp's kv_unified = false): sequence s
 // lives in stream s, a cell array of its own of size_per_stream cells, so attention
 // never scores one sequence's query against another's keys, and the streams of a
 // micro-batch are attended in one kernel call (views(): one kv_view per stream and
@@ -13,11 +13,10 @@
 // position and pending shift in each of them (every change copies the block first),
 // so update() rotates each physical row once.
 //
-// Deviations from llama.cpp (docs/split-stream.md): partial cross-stream seq_cp works
-// (T44); seq_keep empties the other streams (D-3, T09); unknown sequences and coupled
-// tokens are statuses naming the sequence, never aborts or "no slot" (T40, T41);
-// copies are immediate, so a state written after seq_cp holds the copied data (D-6,
-// T43); a failed batch is rolled back exactly.
+// Deviations from llama.cpp (docs/split-stream.md): partial cross-stream seq_cp works;
+// seq_keep empties the other streams; unknown sequences and coupled tokens are statuses
+// naming the sequence, never aborts or "no slot"; copies are immediate, so a state
+// written after seq_cp holds the copied data; a failed batch is rolled back exactly.
 #pragma once
 
 #include <algorithm>
@@ -32,11 +31,14 @@
 #include "mnemo/attention/rope.hpp"
 #include "mnemo/batch/strategies.hpp"
 #include "mnemo/dtype/dtype.hpp"
-#include "mnemo/memory/block_pool.hpp"
 #include "mnemo/memory/cells.hpp"
 #include "mnemo/memory/concepts.hpp"
-#include "mnemo/memory/stream_tokens.hpp"
-#include "mnemo/memory/stream_undo.hpp"
+#include "mnemo/memory/key_rotator.hpp"
+#include "mnemo/memory/seq_guards.hpp"
+#include "mnemo/memory/stream/block_pool.hpp"
+#include "mnemo/memory/stream/stream_undo.hpp"
+#include "mnemo/memory/stream_views.hpp"
+#include "mnemo/memory/token_checks.hpp"
 #include "mnemo/memory/types.hpp"
 
 namespace mnemo::memory {
@@ -75,9 +77,7 @@ class split_stream {
   };
 
   static result<split_stream> make(const split_stream_config& cfg) {
-    if (cfg.n_seq_max < 1 || cfg.n_seq_max > k_max_seq)
-      return make_status(status_code::invalid_argument,
-                         "split stream: n_seq_max %d is outside [1, %d]", cfg.n_seq_max, k_max_seq);
+    MNEMO_RETURN_IF_ERROR(check_n_seq_max("split stream", cfg.n_seq_max));
     if (cfg.size_per_stream == 0 || cfg.block_cells == 0)
       return make_status(status_code::invalid_argument,
                          "split stream: cells per stream (%zu) and per block (%zu) must be > 0",
@@ -108,7 +108,7 @@ class split_stream {
   const stream& stream_of(seq_id s) const noexcept { return streams_[static_cast<std::size_t>(s)]; }
   const block_pool<KE, VE>& pool() const noexcept { return pool_; }
   bool can_shift() const noexcept { return cfg_.shift_supported; }
-  /// One stream per sequence: tokens grouped by consecutive sequences (spec §3.2, §7.4).
+  /// One stream per sequence: tokens grouped by consecutive sequences.
   static equal_split split_strategy(std::uint32_t n_ubatch) noexcept { return {n_ubatch, true}; }
   bool has_pending_shift() const noexcept {
     for (const auto& st : streams_)
@@ -130,13 +130,13 @@ class split_stream {
     return pool_.cell(st.blocks[i / cfg_.block_cells], i % cfg_.block_cells);
   }
 
-  // ---- sequence operations (spec §1.3) -------------------------------------------
+  // ---- sequence operations ---------------------------------------------------------
 
   /// Removes s's cells at positions in [p0, p1) (every stream's when s == -1);
   /// blocks left without a used cell go back to the pool.
   status seq_rm(seq_id s, pos_t p0, pos_t p1) {
     MNEMO_RETURN_IF_ERROR(check_seq(s, cfg_.n_seq_max, "seq_rm", true));
-    MNEMO_RETURN_IF_ERROR(no_open_batch("seq_rm"));
+    MNEMO_RETURN_IF_ERROR(check_not_in_batch(in_batch(), "seq_rm"));
     const pos_range r = pos_range::of(p0, p1);
     for (seq_id q = 0; q < cfg_.n_seq_max; ++q) {
       if (s >= 0 && q != s) continue;
@@ -149,13 +149,13 @@ class split_stream {
 
   /// dst holds exactly src's cells in [p0, p1) afterwards, next to its own cells
   /// outside the range (the unified strategy's semantics, any range: llama.cpp
-  /// aborts on partial ranges, T44). When dst has no cell outside the range, dst
+  /// aborts on partial ranges). When dst has no cell outside the range, dst
   /// shares src's blocks (no K/V copy); otherwise the cells are copied into dst's
   /// free cells (no_space naming dst when they do not fit; nothing changed).
   status seq_cp(seq_id src, seq_id dst, pos_t p0, pos_t p1) {
     MNEMO_RETURN_IF_ERROR(check_seq(src, cfg_.n_seq_max, "seq_cp"));
     MNEMO_RETURN_IF_ERROR(check_seq(dst, cfg_.n_seq_max, "seq_cp"));
-    MNEMO_RETURN_IF_ERROR(no_open_batch("seq_cp"));
+    MNEMO_RETURN_IF_ERROR(check_not_in_batch(in_batch(), "seq_cp"));
     if (src == dst) return {};
     const pos_range r = pos_range::of(p0, p1);
     const stream& a = at(src);
@@ -167,10 +167,10 @@ class split_stream {
     return copy_into(a, b, src, dst, r);
   }
 
-  /// Only s remains: every other stream is emptied (D-3: llama.cpp leaves them).
+  /// Only s remains: every other stream is emptied (llama.cpp leaves them).
   status seq_keep(seq_id s) {
     MNEMO_RETURN_IF_ERROR(check_seq(s, cfg_.n_seq_max, "seq_keep"));
-    MNEMO_RETURN_IF_ERROR(no_open_batch("seq_keep"));
+    MNEMO_RETURN_IF_ERROR(check_not_in_batch(in_batch(), "seq_keep"));
     for (seq_id q = 0; q < cfg_.n_seq_max; ++q)
       if (q != s) empty_stream(at(q));
     return {};
@@ -180,20 +180,14 @@ class split_stream {
   /// s shares with other streams are copied first (no_space, nothing changed, when
   /// the pool is short). The keys are re-rotated by update().
   status seq_add(seq_id s, pos_t p0, pos_t p1, pos_t delta) {
-    const pos_t top = seq_pos_max(s);
-    if (delta > 0 && top >= 0 && top > std::numeric_limits<pos_t>::max() - delta &&
-        pos_range::of(p0, p1).p0 <= top)
-      return make_status(status_code::out_of_range,
-                         "seq_add: position %d + %d of sequence %d overflows the position type",
-                         top, delta, s);
+    MNEMO_RETURN_IF_ERROR(check_add_overflow(s, seq_pos_max(s), p0, p1, delta));
     return shift_positions(
         s, p0, p1, "seq_add", [delta](pos_t p) { return p + delta; }, delta == 0);
   }
 
-  /// Divides s's positions in [p0, p1) by d; the pending shift is new - old (D-1).
+  /// Divides s's positions in [p0, p1) by d; the pending shift is new - old.
   status seq_div(seq_id s, pos_t p0, pos_t p1, int d) {
-    if (d <= 0)
-      return make_status(status_code::invalid_argument, "seq_div: divisor %d must be > 0", d);
+    MNEMO_RETURN_IF_ERROR(check_divisor(d));
     return shift_positions(
         s, p0, p1, "seq_div", [d](pos_t p) { return p / d; }, d == 1);
   }
@@ -211,10 +205,10 @@ class split_stream {
     if (data) pool_.kv().zero();
   }
 
-  /// K-shift (spec §2.6): rotates every shifted cell's cached key by its pending
-  /// shift, each physical row once (a shared block's rows carry one shift).
+  /// K-shift: rotates every shifted cell's cached key by its pending shift, each
+  /// physical row once (a shared block's rows carry one shift).
   status update() {
-    if (tx_.open()) return no_open_batch("update");
+    if (tx_.open()) return check_not_in_batch(true, "update");
     if (!has_pending_shift()) return {};
     if (cfg_.rope.layout != attention::rope_layout::none) rotate_shifted_keys();
     for (auto& st : streams_) st.cells.clear_shifts();
@@ -295,12 +289,9 @@ class split_stream {
       stream_segments(layer, static_cast<seq_id>(ids[k]), out.segments);
     }
     first[ids.size()] = out.segments.size();
-    for (std::size_t k = 0; k < ids.size(); ++k)
-      out.streams.push_back(attention::kv_view{std::span<const attention::kv_segment>(out.segments)
-                                                   .subspan(first[k], first[k + 1] - first[k])});
-    for (const slot& sl : plan_[u])
-      out.token_stream.push_back(static_cast<std::uint32_t>(
-          std::lower_bound(ids.begin(), ids.end(), sl.stream) - ids.begin()));
+    views_from_runs(out, first);
+    token_views(out, std::span<const std::uint32_t>(ids), plan_[u],
+                [](const slot& sl) { return sl.stream; });
   }
 
   /// Compacts every stream: the cells of its private blocks move to the front of
@@ -313,12 +304,9 @@ class split_stream {
     memory_report r;
     const auto& kv = pool_.kv();
     const std::size_t cells = pool_.n_blocks() * cfg_.block_cells;
-    for (std::size_t l = 0; l < cfg_.shape.n_layer; ++l) {
-      r.layers.push_back({l, "kv", std::string(dtype::element_traits<KE>::name),
-                          std::string(dtype::element_traits<VE>::name), kv.k_row_bytes() * cells,
-                          kv.v_row_bytes() * cells});
-      r.total_bytes += (kv.k_row_bytes() + kv.v_row_bytes()) * cells;
-    }
+    add_kv_layers(r, cfg_.shape.n_layer, "kv", dtype::element_traits<KE>::name,
+                  dtype::element_traits<VE>::name, kv.k_row_bytes() * cells,
+                  kv.v_row_bytes() * cells);
     r.cells = size();
     r.cells_used = used();
     for (seq_id s = 0; s < cfg_.n_seq_max; ++s)
@@ -355,20 +343,15 @@ class split_stream {
   stream& at(seq_id s) noexcept { return streams_[static_cast<std::size_t>(s)]; }
   const stream& at(seq_id s) const noexcept { return streams_[static_cast<std::size_t>(s)]; }
 
-  status no_open_batch(const char* op) const {
-    if (!in_batch()) return {};
-    return make_status(status_code::invalid_argument,
-                       "%s: a batch is prepared or being applied; commit() or rollback() first",
-                       op);
-  }
-
   status fail_plan(status s) {
     plan_.clear();
     return s;
   }
 
-  /// A token names exactly one sequence below n_seq_max and a position >= 0.
-  status check_tokens(const char* op, std::size_t u, const ubatch_tokens& ub) const;
+  /// Why a token of several sequences is refused (check_stream_tokens).
+  static constexpr const char* k_coupled =
+      "split streams hold each sequence in a stream of its own; decode a shared prefix on one "
+      "sequence and seq_cp it (the copy shares the blocks), or use a unified memory";
 
   void empty_stream(stream& st) {
     st.cells.clear();
@@ -423,9 +406,7 @@ class split_stream {
 
 }  // namespace mnemo::memory
 
-#define MNEMO_MEMORY_DETAIL_OK_
-#include "mnemo/memory/detail/split_stream_ops.hpp"
-#undef MNEMO_MEMORY_DETAIL_OK_
+#include "mnemo/memory/stream/split_stream_impl.hpp"
 
 namespace mnemo::memory {
 static_assert(kv_memory<split_stream<float>>);

@@ -9,8 +9,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "mnemo/memory/block_pool.hpp"
 #include "mnemo/memory/cells.hpp"
+#include "mnemo/memory/stream/block_pool.hpp"
 
 namespace mnemo::memory {
 

@@ -1,13 +1,13 @@
-// The bounded KV strategy, bounded<Policy, KE, VE> (issue 9, spec/eviction.md §4):
+// The bounded KV strategy, bounded<Policy, KE, VE> (docs/eviction.md):
 // every lane keeps at most `budget` cells between calls; a call writes its tokens
 // into free slots, attends, and then evicts down to the budget by the policy's
 // scores ("attend first, then evict": each token is scored before it can go).
 // Eviction frees slots in place; the policy's per-slot state stays with its slot.
 //
-// Granularity (spec §0 "Gran."): a lane is one (sequence, layer) by default
-// (kv_granularity::per_layer: one kept set for all KV heads), or one (sequence,
-// layer, KV head) with kv_granularity::per_kv_head (spec granularity Hkv: each head
-// keeps its own B slots, chosen from its own scores). Per-head lanes store one KV
+// Granularity: a lane is one (sequence, layer) by default (kv_granularity::per_layer:
+// one kept set for all KV heads), or one (sequence, layer, KV head) with
+// kv_granularity::per_kv_head (each head keeps its own B slots, chosen from its own
+// scores). Per-head lanes store one KV
 // head per row, each lane's rows contiguous ([n_seq, n_head_kv, capacity] rows of
 // d_k), so the bytes are the same as per layer and attention for KV head h streams
 // that lane's dense prefix (evict::attend_observed calls the kernel once per KV head).
@@ -20,10 +20,10 @@
 // highest cells move into them. A steady decode moves no row (the victim's slot
 // takes the next token).
 //
-// Budget rule: budget_rule::kept (spec §4.4) keeps B cells between calls, so a
-// decode step reads B + 1 (the kept cells and its own token); budget_rule::read
-// (issue 9: "decode with budget B reads at most B cells") keeps B - 1 between calls,
-// so a decode step reads at most max(B, 1) cells including its own token.
+// Budget rule: budget_rule::kept keeps B cells between calls, so a decode step reads
+// B + 1 (the kept cells and its own token); budget_rule::read ("decode with budget B
+// reads at most B cells") keeps B - 1 between calls, so a decode step reads at most
+// max(B, 1) cells including its own token.
 //
 // Positions: position_mode::original keeps each token's position (no re-rotation;
 // the queries keep their absolute positions); position_mode::compact renumbers the
@@ -50,7 +50,11 @@
 #include "mnemo/dtype/rows.hpp"
 #include "mnemo/evict/concepts.hpp"
 #include "mnemo/memory/concepts.hpp"
+#include "mnemo/memory/key_rotator.hpp"
 #include "mnemo/memory/kv_storage.hpp"
+#include "mnemo/memory/seq_guards.hpp"
+#include "mnemo/memory/stream_views.hpp"
+#include "mnemo/memory/token_checks.hpp"
 #include "mnemo/memory/types.hpp"
 
 namespace mnemo::memory {
@@ -60,16 +64,16 @@ enum class position_mode : std::uint8_t {
   compact,   // kept tokens renumbered 0..n-1, keys re-rotated (StreamingLLM streaming)
 };
 
-/// Which cells share one kept set (spec §0, column "Gran.").
+/// Which cells share one kept set.
 enum class kv_granularity : std::uint8_t {
-  per_layer,    // one set per (sequence, layer) for all KV heads (spec L)
-  per_kv_head,  // one set per (sequence, layer, KV head), each from its own scores (Hkv)
+  per_layer,    // one set per (sequence, layer) for all KV heads
+  per_kv_head,  // one set per (sequence, layer, KV head), each from its own scores
 };
 
 /// What the budget bounds.
 enum class budget_rule : std::uint8_t {
-  kept,  // B cells kept between calls; a decode step reads B + 1 (spec §4.4)
-  read,  // B - 1 kept between calls; a decode step reads at most max(B, 1) (issue 9)
+  kept,  // B cells kept between calls; a decode step reads B + 1
+  read,  // B - 1 kept between calls; a decode step reads at most max(B, 1)
 };
 
 struct bounded_config {
@@ -122,9 +126,7 @@ class bounded {
   };
 
   static result<bounded> make(const bounded_config& cfg, Policy policy = {}) {
-    if (cfg.n_seq_max < 1 || cfg.n_seq_max > k_max_seq)
-      return make_status(status_code::invalid_argument, "bounded: n_seq_max %d is outside [1, %d]",
-                         cfg.n_seq_max, k_max_seq);
+    MNEMO_RETURN_IF_ERROR(check_n_seq_max("bounded", cfg.n_seq_max));
     if (cfg.max_ubatch == 0)
       return make_status(status_code::invalid_argument, "bounded: max_ubatch must be > 0");
     if (cfg.granularity == kv_granularity::per_kv_head && cfg.shape.n_head_kv == 0)
@@ -142,6 +144,7 @@ class bounded {
     MNEMO_ASSIGN_OR_RETURN(b.kv_, (kv_storage<KE, VE>::make(row_shape, n_seq * b.lh_ * cap)));
     b.k_part_ = b.kv_.k_row_bytes() / sizeof(KE);
     b.v_part_ = b.kv_.v_row_bytes() / sizeof(VE);
+    b.rot_ = key_rotator<KE>(cfg.rope, row_shape.n_head_kv, cfg.shape.d_k);
     b.lanes_.resize(n_seq * cfg.shape.n_layer * b.lh_);
     for (lane& ln : b.lanes_) {
       ln.pos.assign(cap, -1);
@@ -186,7 +189,7 @@ class bounded {
     return valid(s) ? pos_max_[static_cast<std::size_t>(s)] : -1;
   }
 
-  // ---- sequence operations (spec/memory.md §1.3) ---------------------------------
+  // ---- sequence operations (bounded_impl.hpp) -------------------------------------
 
   status seq_rm(seq_id s, pos_t p0, pos_t p1);
   status seq_cp(seq_id src, seq_id dst, pos_t p0, pos_t p1);
@@ -195,7 +198,7 @@ class bounded {
   status seq_div(seq_id s, pos_t p0, pos_t p1, int d);
   void clear(bool data);
   /// Shifts are applied when requested: nothing is pending.
-  status update() { return no_open_batch("update"); }
+  status update() { return check_not_in_batch(in_batch(), "update"); }
 
   // ---- planning, transactions, the model's interface -----------------------------
 
@@ -310,12 +313,6 @@ class bounded {
   evict::step_info step(const seq_step& ss, std::size_t layer, std::size_t head) const noexcept {
     return {layer, ss.seq, ss.pos_end, ss.n_new, head, lh_ > 1};
   }
-  status no_open_batch(const char* op) const {
-    if (!in_batch()) return {};
-    return make_status(status_code::invalid_argument,
-                       "%s: a batch is prepared or being applied; commit() or rollback() first",
-                       op);
-  }
 
   // Transaction log: a lane's first change snapshots it; rows live at the start of
   // the batch are saved before their first overwrite.
@@ -331,9 +328,10 @@ class bounded {
   void close_holes(seq_id s, std::size_t layer, std::size_t head);
   void evict_to_budget(const seq_step& ss, std::size_t layer, std::size_t head);
   void renumber(seq_id s, std::size_t layer, std::size_t head);
-  /// Rotates the cached key part of (s, slot, head) by the table's delta (K-shift).
-  void rotate_key(std::size_t layer, seq_id s, std::size_t slot, std::size_t head,
-                  const attention::rope_table& t);
+  /// Rotates the cached key part of (s, slot, head) by `shift` positions (K-shift).
+  void rotate_key(std::size_t layer, seq_id s, std::size_t slot, std::size_t head, pos_t shift) {
+    rot_.template rotate<simd::scalar>(k_part(layer, s, slot, head), shift);
+  }
   template <class NewPos>
   status shift_positions(seq_id s, pos_t p0, pos_t p1, const char* op, NewPos new_pos);
 
@@ -359,14 +357,11 @@ class bounded {
   std::vector<std::uint8_t> rows_;
   std::vector<std::size_t> mass_off_;
   std::vector<std::uint32_t> cand_;
-  std::vector<float> row_f32_;
+  key_rotator<KE> rot_;  // one lane's key part: n_head_kv / lanes_per_layer heads
   mutable bounded_view_stats vstats_;
 };
 
 }  // namespace mnemo::memory
 
-#define MNEMO_MEMORY_DETAIL_OK_
-#include "mnemo/memory/detail/bounded_evict.hpp"
-#include "mnemo/memory/detail/bounded_ops.hpp"
-#include "mnemo/memory/detail/bounded_seq_ops.hpp"
-#undef MNEMO_MEMORY_DETAIL_OK_
+#include "mnemo/memory/bounded/bounded_eviction_impl.hpp"
+#include "mnemo/memory/bounded/bounded_impl.hpp"

@@ -7,9 +7,10 @@
 // sequence can be rolled back no further than its loaded position.
 #pragma once
 
+#include <span>
 #include <vector>
 
-#include "mnemo/memory/recurrent.hpp"
+#include "mnemo/memory/recurrent/recurrent.hpp"
 #include "mnemo/memory/state_format.hpp"
 
 namespace mnemo::memory {
@@ -31,9 +32,7 @@ inline state_header recurrent_header(const recurrent& m, std::int32_t seq) {
 
 /// Writes sequence s's state, or every sequence's (s == -1), into `out`.
 inline status state_write(const recurrent& m, seq_id s, std::vector<std::uint8_t>& out) {
-  MNEMO_RETURN_IF_ERROR(check_seq(s, m.config().n_seq_max, "state_write", true));
-  if (m.in_batch())
-    return make_status(status_code::invalid_argument, "state_write: a batch is being applied");
+  MNEMO_RETURN_IF_ERROR(check_state_write(s, m.config().n_seq_max, m.in_batch()));
   std::vector<seq_id> picked;
   for (seq_id o = 0; o < m.config().n_seq_max; ++o)
     if ((s < 0 || o == s) && m.seq_pos_max(o) >= 0) picked.push_back(o);
@@ -49,61 +48,73 @@ inline status state_write(const recurrent& m, seq_id s, std::vector<std::uint8_t
   return {};
 }
 
-inline result<std::vector<std::uint8_t>> state_write(const recurrent& m, seq_id s = -1) {
-  std::vector<std::uint8_t> out;
-  MNEMO_RETURN_IF_ERROR(state_write(m, s, out));
-  return out;
-}
+namespace detail {
 
-/// Loads a state from state_write: a whole state into the whole memory (dest == -1),
-/// or a per-sequence state into sequence dest (an empty one clears dest, T68). Every
-/// check runs before any change: on failure the memory is exactly as it was.
-inline status state_read(recurrent& m, std::span<const std::uint8_t> data, seq_id dest = -1) {
+/// A parsed, fully checked recurrent state; `rows` points into the payload.
+struct recurrent_state {
+  std::vector<seq_id> ids;
+  std::vector<pos_t> pos;
+  const std::uint8_t* rows = nullptr;
+};
+
+inline status recurrent_parse(const recurrent& m, std::span<const std::uint8_t> data, seq_id dest,
+                              recurrent_state& st) {
   const auto& cfg = m.config();
-  MNEMO_RETURN_IF_ERROR(check_seq(dest, cfg.n_seq_max, "state_read", true));
-  if (m.in_batch())
-    return make_status(status_code::invalid_argument, "state_read: a batch is being applied");
-  std::int32_t src = 0;
-  MNEMO_ASSIGN_OR_RETURN(auto payload, open_state(data, detail::recurrent_header(m, -1), src));
-  if ((dest < 0) != (src < 0))
-    return make_status(
-        status_code::invalid_argument, "state_read: a %s state cannot be loaded into %s",
-        src < 0 ? "whole-memory" : "per-sequence", dest < 0 ? "the whole memory" : "a sequence");
-  byte_reader r(payload);
+  MNEMO_ASSIGN_OR_RETURN(auto opened, open_state_into(data, recurrent_header(m, -1), dest,
+                                                      cfg.n_seq_max, m.in_batch()));
+  byte_reader r(opened.payload);
   std::uint32_t n = 0;
   r.get(n);
   const std::uint32_t limit = dest < 0 ? static_cast<std::uint32_t>(cfg.n_seq_max) : 1;
   if (!r.ok() || n > limit)
     return make_status(status_code::corrupt_data, "state_read: %u sequences, at most %u fit", n,
                        limit);
-  std::vector<seq_id> ids(n);
-  std::vector<pos_t> pos(n);
+  st.ids.assign(n, -1);
+  st.pos.assign(n, -1);
   seq_set seen;
+  // A per-sequence state names its source, which dest replaces (T67).
+  const seq_id id_limit = dest >= 0 ? k_max_seq : cfg.n_seq_max;
   for (std::uint32_t i = 0; i < n; ++i) {
-    r.get(ids[i]);
-    r.get(pos[i]);
-    // A per-sequence state names its source, which dest replaces (T67).
-    const seq_id id_limit = dest >= 0 ? k_max_seq : cfg.n_seq_max;
-    if (!r.ok() || ids[i] < 0 || ids[i] >= id_limit || pos[i] < 0 || seen.contains(ids[i]))
+    r.get(st.ids[i]);
+    r.get(st.pos[i]);
+    if (!r.ok() || st.ids[i] < 0 || st.ids[i] >= id_limit || st.pos[i] < 0 ||
+        seen.contains(st.ids[i]))
       return make_status(status_code::corrupt_data,
                          "state_read: entry %u (sequence %d at %d) is malformed or repeated", i,
-                         ids[i], pos[i]);
-    seen.insert(ids[i]);
+                         st.ids[i], st.pos[i]);
+    seen.insert(st.ids[i]);
   }
   const std::size_t bytes = n * m.state_bytes();
-  const std::uint8_t* rows = r.get_bytes(bytes);
-  if (rows == nullptr || r.remaining() != 0)
+  st.rows = r.get_bytes(bytes);
+  if (st.rows == nullptr || r.remaining() != 0)
     return make_status(status_code::corrupt_data,
                        "state_read: %zu bytes of state expected, %zu present", bytes,
-                       r.remaining() + (rows ? bytes : 0));
+                       r.remaining() + (st.rows ? bytes : 0));
+  return {};
+}
+
+}  // namespace detail
+
+/// Everything state_read checks, nothing changed (the composite asks every part first).
+inline status state_check(const recurrent& m, std::span<const std::uint8_t> data, seq_id dest) {
+  detail::recurrent_state st;
+  return detail::recurrent_parse(m, data, dest, st);
+}
+
+/// Loads a state from state_write: a whole state into the whole memory (dest == -1),
+/// or a per-sequence state into sequence dest (an empty one clears dest, T68). Every
+/// check runs before any change: on failure the memory is exactly as it was.
+inline status state_read(recurrent& m, std::span<const std::uint8_t> data, seq_id dest = -1) {
+  detail::recurrent_state st;
+  MNEMO_RETURN_IF_ERROR(detail::recurrent_parse(m, data, dest, st));
   // Past this point nothing can fail.
   if (dest < 0) {
     m.clear(false);
   } else {
     MNEMO_RETURN_IF_ERROR(m.seq_rm(dest, -1, -1));
   }
-  for (std::uint32_t i = 0; i < n; ++i)
-    m.restore(dest >= 0 ? dest : ids[i], pos[i], rows + i * m.state_bytes());
+  for (std::size_t i = 0; i < st.ids.size(); ++i)
+    m.restore(dest >= 0 ? dest : st.ids[i], st.pos[i], st.rows + i * m.state_bytes());
   return {};
 }
 

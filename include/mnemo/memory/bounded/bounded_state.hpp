@@ -16,7 +16,7 @@
 
 #include <vector>
 
-#include "mnemo/memory/bounded.hpp"
+#include "mnemo/memory/bounded/bounded.hpp"
 #include "mnemo/memory/state_format.hpp"
 
 namespace mnemo::memory {
@@ -127,9 +127,7 @@ std::uint32_t bounded_layout_word(const bounded<P, KE, VE>& c) {
 /// Writes sequence s (or every sequence when s == -1) into `out`.
 template <class P, class KE, class VE>
 status state_write(bounded<P, KE, VE>& c, seq_id s, std::vector<std::uint8_t>& out) {
-  MNEMO_RETURN_IF_ERROR(check_seq(s, c.config().n_seq_max, "state_write", true));
-  if (c.in_batch())
-    return make_status(status_code::invalid_argument, "state_write: a batch is being applied");
+  MNEMO_RETURN_IF_ERROR(check_state_write(s, c.config().n_seq_max, c.in_batch()));
   std::vector<seq_id> seqs;
   for (seq_id q = 0; q < c.config().n_seq_max; ++q)
     if (q == s || (s < 0 && (c.seq_pos_max(q) >= 0 || c.lane_of(q, 0).live > 0))) seqs.push_back(q);
@@ -145,16 +143,10 @@ status state_write(bounded<P, KE, VE>& c, seq_id s, std::vector<std::uint8_t>& o
 /// (dest == -1), a per-sequence state into sequence dest.
 template <class P, class KE, class VE>
 status state_read(bounded<P, KE, VE>& c, std::span<const std::uint8_t> data, seq_id dest = -1) {
-  MNEMO_RETURN_IF_ERROR(check_seq(dest, c.config().n_seq_max, "state_read", true));
-  if (c.in_batch())
-    return make_status(status_code::invalid_argument, "state_read: a batch is being applied");
-  std::int32_t src = 0;
-  MNEMO_ASSIGN_OR_RETURN(auto payload, open_state(data, detail::bounded_header(c, -1), src));
-  if ((dest < 0) != (src < 0))
-    return make_status(
-        status_code::invalid_argument, "state_read: a %s state cannot be loaded into %s",
-        src < 0 ? "whole-memory" : "per-sequence", dest < 0 ? "the whole memory" : "a sequence");
-  byte_reader r(payload);
+  MNEMO_ASSIGN_OR_RETURN(auto opened, open_state_into(data, detail::bounded_header(c, -1), dest,
+                                                      c.config().n_seq_max, c.in_batch()));
+  const std::int32_t src = opened.src;
+  byte_reader r(opened.payload);
   std::uint32_t sf = 0, n = 0;
   if (!r.get(sf) || !r.get(n))
     return make_status(status_code::corrupt_data, "state_read: truncated payload");

@@ -26,6 +26,7 @@
 #include "mnemo/base/aligned_buffer.hpp"
 #include "mnemo/batch/strategies.hpp"
 #include "mnemo/memory/concepts.hpp"
+#include "mnemo/memory/seq_guards.hpp"
 #include "mnemo/memory/types.hpp"
 
 namespace mnemo::memory {
@@ -54,9 +55,7 @@ class recurrent {
   };
 
   static result<recurrent> make(const recurrent_config& cfg) {
-    if (cfg.n_seq_max < 1 || cfg.n_seq_max > k_max_seq)
-      return make_status(status_code::invalid_argument,
-                         "recurrent: n_seq_max %d is outside [1, %d]", cfg.n_seq_max, k_max_seq);
+    MNEMO_RETURN_IF_ERROR(check_n_seq_max("recurrent", cfg.n_seq_max));
     if (cfg.n_layer == 0 || cfg.conv_floats + cfg.ssm_floats == 0)
       return make_status(status_code::invalid_argument,
                          "recurrent: %zu layers of %zu conv + %zu ssm floats hold nothing",
@@ -106,105 +105,30 @@ class recurrent {
     return out;
   }
 
-  // ---- sequence operations (spec §5.3, §5.4) --------------------------------------
+  // ---- checks: the status the operation would return, nothing changed -----------
+  // A recurrent state holds its whole history in one slot: what it cannot represent
+  // (forgetting a prefix or middle, a suffix without a checkpoint at its start) is
+  // refused (recurrent_impl.hpp).
 
-  status seq_rm(seq_id s, pos_t p0, pos_t p1) {
-    MNEMO_RETURN_IF_ERROR(check_seq(s, cfg_.n_seq_max, "seq_rm", true));
-    MNEMO_RETURN_IF_ERROR(no_open_batch("seq_rm"));
-    const pos_range r = pos_range::of(p0, p1);
-    if (r.empty()) return {};
-    const bool all = r.p0 == 0 && r.p1 == std::numeric_limits<pos_t>::max();
-    if (s < 0) {
-      if (!all)
-        return make_status(status_code::unsupported,
-                           "seq_rm: a recurrent state holds its whole history; for every "
-                           "sequence only the full range can be removed (T49)");
-      clear(false);
-      return {};
-    }
-    const pos_t P = pos_[idx(s)];
-    if (P < 0 || r.p0 > P) return {};  // nothing held in the range
-    if (r.p0 == 0 && r.p1 > P) {       // the whole history
-      drop(s);
-      return {};
-    }
-    if (r.p1 <= P)  // a prefix or middle: the state still contains those tokens (D-16)
-      return make_status(status_code::unsupported,
-                         "seq_rm: sequence %d: [%d, %d) leaves its last position %d; a "
-                         "recurrent state cannot forget a prefix or middle of its history",
-                         s, r.p0, r.p1, P);
-    // A suffix [p0, P]: restore the checkpoint taken after token p0 - 1.
-    auto& ring = rings_[idx(s)];
-    for (std::size_t i = 0; i < ring.size(); ++i)
-      if (ring[i].pos == r.p0 - 1) {
-        std::memcpy(slot_ptr(s), ring[i].data.data(), state_bytes());
-        pos_[idx(s)] = ring[i].pos;
-        for (std::size_t j = ring.size(); j-- > i + 1;) release(ring, j);
-        return {};
-      }
-    return make_status(
-        status_code::unsupported, "seq_rm: sequence %d cannot roll back to position %d: %s", s,
-        r.p0 - 1,
-        ring.empty() ? "it has no checkpoint" : restorable(ring, "checkpoints are at").c_str());
-  }
+  status check_seq_rm(seq_id s, pos_t p0, pos_t p1) const;
+  status check_seq_cp(seq_id src, seq_id dst, pos_t p0, pos_t p1) const;
+  status check_seq_keep(seq_id s) const;
+  status check_seq_add(seq_id s, pos_t p0, pos_t p1, pos_t delta) const;
+  status check_seq_div(seq_id s, pos_t p0, pos_t p1, int d) const;
 
+  // ---- sequence operations (checked first; recurrent_impl.hpp) ---------------------
+
+  /// Forgets s's positions in [p0, p1): the whole history, or a suffix by restoring
+  /// the checkpoint taken after token p0 - 1.
+  status seq_rm(seq_id s, pos_t p0, pos_t p1);
   /// dst gets src's state as it was after position min(P_src, p1 - 1): the current
   /// state, or a checkpoint. An empty src empties dst (T52). The range must start at 0.
-  status seq_cp(seq_id src, seq_id dst, pos_t p0, pos_t p1) {
-    MNEMO_RETURN_IF_ERROR(check_seq(src, cfg_.n_seq_max, "seq_cp"));
-    MNEMO_RETURN_IF_ERROR(check_seq(dst, cfg_.n_seq_max, "seq_cp"));
-    MNEMO_RETURN_IF_ERROR(no_open_batch("seq_cp"));
-    if (src == dst) return {};
-    const pos_range r = pos_range::of(p0, p1);
-    const pos_t P = pos_[idx(src)];
-    if (P < 0) {
-      drop(dst);
-      return {};
-    }
-    if (r.p0 != 0)
-      return make_status(status_code::unsupported,
-                         "seq_cp: a recurrent state holds [0, %d] of sequence %d; it cannot be "
-                         "copied from position %d",
-                         P, src, r.p0);
-    const float* from = slot_ptr(src);
-    pos_t at = P;
-    if (r.p1 <= P) {
-      from = nullptr;
-      for (const auto& c : rings_[idx(src)])
-        if (c.pos == r.p1 - 1) from = c.data.data(), at = c.pos;
-      if (from == nullptr)
-        return make_status(status_code::unsupported,
-                           "seq_cp: sequence %d is at position %d and has no checkpoint at %d "
-                           "(%s)",
-                           src, P, r.p1 - 1, restorable(rings_[idx(src)], "checkpoints").c_str());
-    }
-    drop(dst);
-    std::memcpy(slot_ptr(dst), from, state_bytes());
-    pos_[idx(dst)] = at;
-    for (const auto& c : rings_[idx(src)])  // dst can roll back as far as src could
-      if (c.pos < at) push_checkpoint(dst, c.pos, c.data.data());
-    return {};
-  }
-
-  status seq_keep(seq_id s) {
-    MNEMO_RETURN_IF_ERROR(check_seq(s, cfg_.n_seq_max, "seq_keep"));
-    MNEMO_RETURN_IF_ERROR(no_open_batch("seq_keep"));
-    for (seq_id o = 0; o < cfg_.n_seq_max; ++o)
-      if (o != s) drop(o);
-    return {};
-  }
-
+  status seq_cp(seq_id src, seq_id dst, pos_t p0, pos_t p1);
+  status seq_keep(seq_id s);
   /// Moves s's position (and its checkpoints' positions) in [p0, p1) by delta. The
   /// state data does not depend on positions (no RoPE in a recurrent layer).
-  status seq_add(seq_id s, pos_t p0, pos_t p1, pos_t delta) {
-    return shift(s, p0, p1, "seq_add",
-                 [delta](pos_t p) { return static_cast<std::int64_t>(p) + delta; });
-  }
-  status seq_div(seq_id s, pos_t p0, pos_t p1, int d) {
-    if (d <= 0)
-      return make_status(status_code::invalid_argument, "seq_div: divisor %d must be > 0", d);
-    return shift(s, p0, p1, "seq_div", [d](pos_t p) { return std::int64_t{p} / d; });
-  }
+  status seq_add(seq_id s, pos_t p0, pos_t p1, pos_t delta);
+  status seq_div(seq_id s, pos_t p0, pos_t p1, int d);
 
   void clear(bool data) {
     std::fill(pos_.begin(), pos_.end(), -1);
@@ -223,7 +147,8 @@ class recurrent {
   /// ids below n_seq_max (T50), each sequence's tokens contiguous in a micro-batch and
   /// its positions continuing its state one by one (T55).
   status prepare(std::span<const ubatch_tokens> ubatches) {
-    if (!pending_.empty()) return no_open_batch("prepare");  // an unapplied plan is replaced
+    if (!pending_.empty())
+      return check_not_in_batch(true, "prepare");  // an unapplied plan is replaced
     std::vector<pos_t> next(pos_);
     std::vector<std::vector<group>> plan;
     for (std::size_t u = 0; u < ubatches.size(); ++u) {
@@ -316,7 +241,7 @@ class recurrent {
   /// Records s's current state as a checkpoint (e.g. after a prompt, before drafting).
   status checkpoint(seq_id s) {
     MNEMO_RETURN_IF_ERROR(check_seq(s, cfg_.n_seq_max, "checkpoint"));
-    MNEMO_RETURN_IF_ERROR(no_open_batch("checkpoint"));
+    MNEMO_RETURN_IF_ERROR(check_not_in_batch(in_batch(), "checkpoint"));
     if (pos_[idx(s)] < 0)
       return make_status(status_code::not_found, "checkpoint: sequence %d is empty", s);
     if (cfg_.n_checkpoints == 0)
@@ -369,13 +294,6 @@ class recurrent {
   static std::size_t idx(seq_id s) noexcept { return static_cast<std::size_t>(s); }
   bool valid(seq_id s) const noexcept { return s >= 0 && s < cfg_.n_seq_max; }
   float* slot_ptr(seq_id s) noexcept { return data_.data() + idx(s) * slot_floats_; }
-
-  status no_open_batch(const char* op) const {
-    if (!in_batch()) return {};
-    return make_status(status_code::invalid_argument,
-                       "%s: a batch is prepared or being applied; commit() or rollback() first",
-                       op);
-  }
 
   std::vector<float> take_buffer() {
     if (free_.empty()) return std::vector<float>(slot_floats_);
@@ -431,23 +349,16 @@ class recurrent {
     return s + b;
   }
 
-  template <class NewPos>
-  status shift(seq_id s, pos_t p0, pos_t p1, const char* op, NewPos new_pos) {
-    MNEMO_RETURN_IF_ERROR(check_seq(s, cfg_.n_seq_max, op));
-    MNEMO_RETURN_IF_ERROR(no_open_batch(op));
-    const pos_range r = pos_range::of(p0, p1);
-    pos_t& P = pos_[idx(s)];
-    if (P < 0 || !r.contains(P)) return {};  // T53: only the last position counts
-    const std::int64_t np = new_pos(P);
-    if (np < 0 || np > std::numeric_limits<pos_t>::max())
-      return make_status(status_code::out_of_range,
-                         "%s: sequence %d's position %d would become %lld", op, s, P,
-                         static_cast<long long>(np));
-    P = static_cast<pos_t>(np);
-    for (auto& c : rings_[idx(s)])  // checkpoints keep their distance to P
-      if (r.contains(c.pos)) c.pos = static_cast<pos_t>(std::max<std::int64_t>(-1, new_pos(c.pos)));
-    return {};
+  /// The checkpoint of s at position p, or null.
+  const ckpt* checkpoint_at(seq_id s, pos_t p) const noexcept {
+    for (const auto& c : rings_[idx(s)])
+      if (c.pos == p) return &c;
+    return nullptr;
   }
+  template <class NewPos>
+  status check_shift(seq_id s, pos_t p0, pos_t p1, const char* op, NewPos new_pos) const;
+  template <class NewPos>
+  void shift(seq_id s, pos_t p0, pos_t p1, NewPos new_pos);
 
   recurrent_config cfg_;
   std::size_t slot_floats_ = 0;
@@ -462,6 +373,10 @@ class recurrent {
   std::vector<std::vector<float>> free_;  // reusable state buffers
 };
 
-static_assert(sequence_memory<recurrent>);
+}  // namespace mnemo::memory
 
+#include "mnemo/memory/recurrent/recurrent_impl.hpp"
+
+namespace mnemo::memory {
+static_assert(sequence_memory<recurrent>);
 }  // namespace mnemo::memory

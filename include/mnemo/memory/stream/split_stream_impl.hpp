@@ -1,28 +1,17 @@
 // split_stream's planning, copies, shifts and defragmentation (the class and its
-// documentation are in memory/split_stream.hpp).
+// documentation are in split_stream.hpp).
 #pragma once
 
-#if !defined(MNEMO_MEMORY_DETAIL_OK_)
-#error "mnemo/memory/detail/ headers are internal: include mnemo/memory/split_stream.hpp"
-#endif
-
-#include <bit>
 #include <map>
 #include <vector>
+
+#include "mnemo/memory/stream/split_stream.hpp"
 
 namespace mnemo::memory {
 
 template <dtype::kv_element KE, dtype::kv_element VE>
-status split_stream<KE, VE>::check_tokens(const char* op, std::size_t u,
-                                          const ubatch_tokens& ub) const {
-  return check_stream_tokens(
-      op, u, ub, cfg_.n_seq_max, "split streams",
-      "decode a shared prefix on one sequence and seq_cp it (the copy shares the blocks)");
-}
-
-template <dtype::kv_element KE, dtype::kv_element VE>
 status split_stream<KE, VE>::prepare(std::span<const ubatch_tokens> ubatches) {
-  if (tx_.open()) return no_open_batch("prepare");
+  if (tx_.open()) return check_not_in_batch(true, "prepare");
   plan_.clear();
   const std::size_t size = cfg_.size_per_stream, bc = cfg_.block_cells;
   struct sim {
@@ -35,7 +24,8 @@ status split_stream<KE, VE>::prepare(std::span<const ubatch_tokens> ubatches) {
   std::size_t need = 0;
   // A malformed token is reported as such, never as a full stream found earlier.
   for (std::size_t u = 0; u < ubatches.size(); ++u)
-    if (status st = check_tokens("prepare", u, ubatches[u]); !st) return fail_plan(std::move(st));
+    if (status st = check_stream_tokens("prepare", u, ubatches[u], cfg_.n_seq_max, k_coupled); !st)
+      return fail_plan(std::move(st));
   for (std::size_t u = 0; u < ubatches.size(); ++u) {
     const ubatch_tokens& ub = ubatches[u];
     // The tokens of each stream, streams in order of first appearance.
@@ -111,7 +101,7 @@ status split_stream<KE, VE>::apply(std::size_t u, const ubatch_tokens& ub) {
   if (u >= plan_.size() || plan_[u].size() != ub.size())
     return make_status(status_code::invalid_argument,
                        "apply: micro-batch %zu does not match the prepared plan", u);
-  MNEMO_RETURN_IF_ERROR(check_tokens("apply", u, ub));
+  MNEMO_RETURN_IF_ERROR(check_stream_tokens("apply", u, ub, cfg_.n_seq_max, k_coupled));
   for (std::size_t j = 0; j < ub.size(); ++j) {
     const slot& sl = plan_[u][j];
     if (static_cast<std::uint32_t>(ub.seqs[j].lowest()) != sl.stream)
@@ -214,11 +204,8 @@ template <dtype::kv_element KE, dtype::kv_element VE>
 template <class NewPos>
 status split_stream<KE, VE>::shift_positions(seq_id s, pos_t p0, pos_t p1, const char* op,
                                              NewPos new_pos, bool noop) {
-  MNEMO_RETURN_IF_ERROR(check_seq(s, cfg_.n_seq_max, op));
-  MNEMO_RETURN_IF_ERROR(no_open_batch(op));
-  if (!cfg_.shift_supported)
-    return make_status(status_code::unsupported,
-                       "%s: this model's positions cannot be shifted (no K-shift)", op);
+  MNEMO_RETURN_IF_ERROR(
+      check_shift_allowed(s, cfg_.n_seq_max, in_batch(), cfg_.shift_supported, op));
   const pos_range r = pos_range::of(p0, p1);
   if (noop || r.empty()) return {};
   stream& st = at(s);
@@ -251,16 +238,12 @@ status split_stream<KE, VE>::shift_positions(seq_id s, pos_t p0, pos_t p1, const
   return {};
 }
 
-/// As full_cache: one angle table per distinct shift (a context shift moves
-/// thousands of cells by the same delta).
 template <dtype::kv_element KE, dtype::kv_element VE>
 void split_stream<KE, VE>::rotate_shifted_keys() {
   const auto& sh = cfg_.shape;
   auto& kv = pool_.kv();
-  std::vector<float> row(sh.n_head_kv * sh.d_k);
+  key_rotator<KE> rot(cfg_.rope, sh.n_head_kv, sh.d_k);
   std::vector<std::uint8_t> done(pool_.n_blocks() * cfg_.block_cells, 0);
-  pos_t table_shift = 0;
-  attention::rope_table table(cfg_.rope, 0.0);
   for (std::size_t q = 0; q < streams_.size(); ++q) {
     const stream& st = streams_[q];
     if (!st.cells.has_shift()) continue;
@@ -269,23 +252,14 @@ void split_stream<KE, VE>::rotate_shifted_keys() {
       const std::size_t c = storage_cell(static_cast<seq_id>(q), i);
       if (done[c]) continue;  // a shared row: every holder records the same shift
       done[c] = 1;
-      if (st.cells.shift(i) != table_shift) {
-        table_shift = st.cells.shift(i);
-        table = attention::rope_table(cfg_.rope, table_shift);
-      }
-      for (std::size_t l = 0; l < sh.n_layer; ++l) {
-        dtype::row_kernels<simd::native>::decode(kv.k(l, c), row.data(), row.size());
-        for (std::size_t h = 0; h < sh.n_head_kv; ++h)
-          attention::rope_apply(cfg_.rope, table, row.data() + h * sh.d_k);
-        dtype::row_kernels<simd::native>::encode(row.data(), kv.k(l, c), row.size());
-      }
+      for (std::size_t l = 0; l < sh.n_layer; ++l) rot.rotate(kv.k(l, c), st.cells.shift(i));
     }
   }
 }
 
 template <dtype::kv_element KE, dtype::kv_element VE>
 status split_stream<KE, VE>::defragment() {
-  MNEMO_RETURN_IF_ERROR(no_open_batch("defragment"));
+  MNEMO_RETURN_IF_ERROR(check_not_in_batch(in_batch(), "defragment"));
   const std::size_t bc = cfg_.block_cells;
   auto& kv = pool_.kv();
   for (std::size_t q = 0; q < streams_.size(); ++q) {
