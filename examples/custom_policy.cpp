@@ -1,5 +1,5 @@
 // A user-defined eviction policy in a few lines: keep the tokens whose values are
-// largest (the value-norm term of keys_values' h2o-vlen, spec/eviction.md §1 row 3),
+// largest (the value-norm term of the h2o-vlen variant of H2O),
 // plus the first token and a short recent window. The concept checks it at compile
 // time (remove score() and the compiler says what is missing: docs/eviction.md).
 // The same policy runs per KV head unchanged (third argument "head"): it sums the

@@ -1,4 +1,4 @@
-// The fixtures' scenario format (../shared/fixtures/README.md): a JSON file listing
+// The fixtures' scenario format (docs/examples.md, mnemo-replay): a JSON file listing
 // decode calls (tokens, positions, one sequence id per token, every token asks for
 // logits) with an optional sequence operation before each call, and a .bin of f32
 // little-endian logits, one n_vocab row per token in call order.

@@ -3,7 +3,7 @@
 // pre- and post-norms around attention and FFN, RMSNorm on each query and key head,
 // NeoX RoPE with one base for local and one for global layers, GeGLU with the tanh
 // GELU, sqrt(n_embd) embedding scale, tied output and final logit soft-capping. The
-// forward pass follows llama.cpp's llama_model_gemma3::graph<iswa> (fixtures/MODELS.md §4).
+// forward pass follows llama.cpp's llama_model_gemma3::graph<iswa> (docs/gemma3.md).
 //
 // Like llama_model it is written against memory::kv_memory only, so it runs on
 //  - the interleaved composite: global layers on a full cache, local layers on a
@@ -135,8 +135,9 @@ class gemma3_model {
     c.rope = hp_.rope(global_layer());
     return c;
   }
-  /// The local part: pad(n_swa * n_seq_max + n_ubatch, 256) cells (min n_ctx, spec
-  /// §4.1), or `size` cells when given (tests use small sizes so that cells are reused).
+  /// The local part: pad(n_swa * n_seq_max + n_ubatch, 256) cells (min n_ctx, as
+  /// llama.cpp sizes it), or `size` cells when given (tests use small sizes so that cells are
+  /// reused).
   memory::sliding_window_config window_config(std::size_t n_ctx, seq_id n_seq_max,
                                               std::uint32_t n_ubatch, std::size_t size = 0) const {
     memory::sliding_window_config c;
@@ -234,7 +235,7 @@ class gemma3_model {
     float *x = a.x.data(), *h = a.h.data(), *tmp = a.tmp.data();
     float *q = a.q.data(), *k = a.k.data(), *v = a.v.data();
 
-    // ggml_scale by the float sqrtf(n_embd), on token inputs only (MODELS.md §4).
+    // ggml_scale by the float sqrtf(n_embd), on token inputs only (as llama.cpp's graph).
     MNEMO_RETURN_IF_ERROR(embed_tokens<Isa>(ub, head_.token_embd, E, hp_.n_vocab, x, "gemma3",
                                             std::sqrt(static_cast<float>(E))));
     fill_rope(ub, hp_.rope_base_swa, 1.0f, ws.rope_loc_.data());
@@ -330,7 +331,7 @@ class gemma3_model {
   }
 
   /// Per token, (cos, sin) of every rotated pair, as ggml_rope_cache_init: the angle
-  /// p * freq_scale * base^(-2i/n_rot) as a float running product (MODELS.md §2).
+  /// p * freq_scale * base^(-2i/n_rot) as a float running product, as llama.cpp.
   void fill_rope(const ubatch& ub, float base, float freq_scale, float* cs) const {
     const float theta_scale = std::pow(base, -2.0f / static_cast<float>(hp_.n_rot));
     for (std::uint32_t t = 0; t < ub.n_tokens(); ++t) {

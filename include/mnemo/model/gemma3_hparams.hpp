@@ -1,5 +1,5 @@
 // The hyper-parameters of a GGUF `gemma3` model, read and checked once at load
-// (fixtures/MODELS.md §2, §4; llama.cpp llama_model_gemma3::load_arch_hparams):
+// (docs/gemma3.md; llama.cpp llama_model_gemma3::load_arch_hparams):
 //  - the keys of llama_hparams under the `gemma3.` prefix, eps required;
 //  - interleaved sliding-window attention: `attention.sliding_window` (n_swa, 0: none)
 //    and `attention.sliding_window_pattern` P (default 6): layer l is local iff

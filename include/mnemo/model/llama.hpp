@@ -1,7 +1,7 @@
 // A Llama-style decoder (Touvron et al. 2023) for GGUF arch `llama`: RMSNorm, RoPE in
 // normal (adjacent-pair) mode, grouped-query attention, SwiGLU FFN, tied or separate
 // output, and the Mistral sliding window when the file sets one. The forward pass
-// follows llama.cpp's llm_build_llama (fixtures/MODELS.md §3).
+// follows llama.cpp's llm_build_llama (docs/model.md).
 //
 // The model owns its gguf::file (weights are views into the mapping; q4_0 ones also have
 // tiles, q4_0_tiles.hpp) and is written against memory::kv_memory only: it writes each
@@ -175,7 +175,7 @@ class llama_model {
 
   /// Per token, (cos, sin) of every rotated pair, computed as ggml does: the angle
   /// p * freq_scale * base^(-2i/n_rot) as a float running product (ggml_rope_cache_init).
-  /// Measured (MODELS.md §2): this halves the f32 difference to llama.cpp at position
+  /// Measured against the fixtures: this halves the f32 difference to llama.cpp at position
   /// 300 compared with angles in double.
   void fill_rope(const ubatch& ub, float* cs) const {
     const float theta_scale = std::pow(hp_.rope_freq_base, -2.0f / static_cast<float>(hp_.n_rot));

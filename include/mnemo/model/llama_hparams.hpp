@@ -1,5 +1,5 @@
 // The hyper-parameters of a GGUF `llama` model, read and checked once at load.
-// Keys and defaults follow llama.cpp's load_hparams (fixtures/MODELS.md §2): required
+// Keys and defaults follow llama.cpp's load_hparams (docs/model.md): required
 // context_length, embedding_length, block_count, attention.layer_norm_rms_epsilon;
 // head_count_kv defaults to head_count, head sizes to n_embd / n_head, n_rot to the
 // key head size, rope.freq_base to 10000. Every refusal is a status naming the key.
