@@ -1,5 +1,5 @@
-# The examples run end to end so they cannot rot: the demo (its own self-check sets
-# the exit code), and batched_bench and generate on a tiny model that make-llama
+# The examples run end to end so they cannot rot: the demo and custom_policy (their own
+# self-checks set the exit code), and batched_bench and generate on a tiny model that make-llama
 # writes first (a ctest fixture). Bad arguments must exit with code 2, library errors
 # with 1. One thread each: the tests run beside others. Each takes under a second.
 if(MNEMO_BUILD_EXAMPLES)
@@ -34,6 +34,14 @@ if(MNEMO_BUILD_EXAMPLES)
                        examples.generate.bad-token
                        PROPERTIES FIXTURES_REQUIRED mnemo_tiny_llama LABELS examples)
 
+  # A user-defined eviction policy through bounded<>, per layer and per KV head: its
+  # self-check (every lane keeps exactly the budget, protected positions included) sets
+  # the exit code.
+  add_test(NAME examples.custom_policy.layer COMMAND custom_policy 64 16 layer)
+  add_test(NAME examples.custom_policy.head COMMAND custom_policy 40 8 head)
+  set_tests_properties(examples.custom_policy.layer examples.custom_policy.head PROPERTIES
+                       LABELS examples PASS_REGULAR_EXPRESSION "self-check: PASS")
+
   # The memory factory's split strategy against llama.cpp's logits (mnemo-replay).
   if(EXISTS "${MNEMO_FIXTURES_DIR}/llama-tiny.gguf")
     add_test(NAME examples.replay.llama-tiny.multi.split
@@ -48,7 +56,8 @@ if(MNEMO_BUILD_EXAMPLES)
   # tiny model's path).
   foreach(bad IN ITEMS "batched_bench|MODEL -npl 0" "batched_bench|MODEL --kv q5_1"
                        "batched_bench|" "generate|MODEL -n" "generate|MODEL --temp -1"
-                       "generate|MODEL -p x --tokens 1" "demo|--clients 0" "demo|MODEL")
+                       "generate|MODEL -p x --tokens 1" "demo|--clients 0" "demo|MODEL"
+                       "custom_policy|0" "custom_policy|64 100" "custom_policy|64 16 row")
     string(REPLACE "|" ";" parts "${bad}")
     list(GET parts 0 prog)
     list(GET parts 1 args)
