@@ -62,7 +62,7 @@ struct options {
   std::uint32_t clients = 8, tokens = 24, slots = 4;
   // One thread by default: the model is small enough that a step is a fraction of a
   // millisecond, and on a shared machine a 2-thread OpenMP step can stall at its
-  // barriers for a scheduler slice (docs/performance.md, batched_bench).
+  // barriers for a scheduler slice (docs/performance.md, "Method").
   int threads = 1;
   bool quiet = false;
 };
