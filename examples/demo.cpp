@@ -21,6 +21,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <system_error>
 #include <vector>
 
@@ -33,6 +34,7 @@
 #include "mnemo/sampling.hpp"
 #include "mnemo/simd/cpu.hpp"
 #include "mnemo/text/tokenizer.hpp"
+#include "mnemo/text/utf8.hpp"
 
 namespace {
 
@@ -114,7 +116,7 @@ std::string one_line(std::string s, std::size_t n) {
   for (char& c : s)
     if (c == '\n' || c == '\r' || c == '\t') c = ' ';
   if (s.size() <= n) return s;
-  while (n > 0 && (static_cast<unsigned char>(s[n]) & 0xC0) == 0x80) --n;
+  n = text::utf8_complete_prefix(std::string_view(s).substr(0, n));
   return s.substr(0, n) + "...";
 }
 
