@@ -11,8 +11,10 @@ namespace {
 
 namespace text = mnemo::text;
 
-TEST(PublicUtf8, EveryScalarValueRoundTrips) {
-  for (std::uint32_t cp = 0; cp <= 0x10FFFF; ++cp) {
+TEST(PublicUtf8, ScalarValuesRoundTrip) {
+  // Every value of the 1- to 3-byte forms, then the 4-byte form in steps that end on
+  // U+10FFFF (a full sweep takes seconds under the sanitizers).
+  for (std::uint32_t cp = 0; cp <= 0x10FFFF; cp += cp < 0x10000 ? 1 : 15) {
     if (cp >= 0xD800 && cp <= 0xDFFF) continue;  // surrogates are not scalar values
     std::string s;
     text::append_utf8(s, cp);
