@@ -4,4 +4,5 @@
 #include "mnemo/text/decoder.hpp"
 #include "mnemo/text/pretokenize.hpp"
 #include "mnemo/text/tokenizer.hpp"
+#include "mnemo/text/utf8.hpp"
 #include "mnemo/text/vocab.hpp"
