@@ -7,6 +7,7 @@
 //            [--top-p P] [--seed S] [--memory full|split] [--kv TYPE] [--threads N]
 //            [--ctx N] [--ubatch N] [--batch N] [--prefetch l1|l2]
 //
+// MODEL.gguf is any attention architecture (llama, qwen2, qwen3, phi3, gemma2, gemma3).
 // Stops early at the end-of-sequence token. With --tokens and a model without a
 // tokenizer, the generated ids are printed instead of text.
 #include <algorithm>
@@ -20,7 +21,7 @@
 #include "common/cli.hpp"
 #include "common/memory_factory.hpp"
 
-#include "mnemo/model/llama.hpp"
+#include "mnemo/model/architectures.hpp"
 #include "mnemo/sampling.hpp"
 #include "mnemo/text/decoder.hpp"
 #include "mnemo/text/tokenizer.hpp"
@@ -159,7 +160,7 @@ int main(int argc, char** argv) {
   options o;
   if (!parse_args(argc, argv, o)) return usage();
   mnemo_examples::apply_process_settings(o.rt);
-  auto m = model::llama_model::open(o.model, mnemo_examples::file_access(o.rt));
+  auto m = model::open_attention_decoder(o.model, mnemo_examples::file_access(o.rt));
   if (!m.is_ok()) {
     std::fprintf(stderr, "generate: %s\n", m.error().to_string().c_str());
     return 1;
