@@ -30,7 +30,7 @@ struct check_values {
   double weighted_sum;  // value i times i % 7 + 1
 };
 
-// The fixtures' MODELS.md, section 14.
+// Decoded values the fixtures state for each quantised weight.
 const check_values k_checks[] = {
     {"llama-q2_k",
      "token_embd.weight",
