@@ -1,5 +1,5 @@
-// The pre-tokenizer of byte-level BPE vocabularies: splits text into words, and BPE
-// merges never cross a word boundary. The rule set is chosen by `tokenizer.ggml.pre`.
+// The hand-written fast path of the GPT-2 pre-tokenizer (pre_tokenizer.hpp runs every
+// other type through the regex engine, and tests that this path agrees with it):
 //
 //   gpt2:      's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
 //   starcoder: first \p{N} (every digit is its own piece, the text between is a piece),
@@ -23,6 +23,7 @@
 #pragma push_macro("MNEMO_TEXT_DETAIL_OK_")
 #undef MNEMO_TEXT_DETAIL_OK_
 #define MNEMO_TEXT_DETAIL_OK_ 1
+#include "mnemo/text/detail/regex_match.hpp"
 #include "mnemo/text/detail/unicode.hpp"
 #include "mnemo/text/detail/utf8.hpp"
 #pragma pop_macro("MNEMO_TEXT_DETAIL_OK_")
@@ -60,6 +61,11 @@ struct pre_tokenize_scratch {
   std::vector<std::uint32_t> cps;     // [n_cp] code points (U+FFFD for an invalid byte)
   std::vector<std::size_t> offsets;   // [n_cp + 1] byte offset of each code point
   std::vector<detail::cp_class> cls;  // [n_cp]
+  // the general engine (pre_tokenizer.hpp)
+  std::vector<detail::match_unit> units[3];  // [flavour][n_cp], built on first use
+  bool units_built[3] = {false, false, false};
+  std::vector<std::uint32_t> cuts, next_cuts;  // piece boundaries, code point indices
+  detail::regex_matcher matcher;
 };
 
 namespace detail {
@@ -119,14 +125,10 @@ inline void split_gpt2(const pre_tokenize_scratch& s, std::size_t b, std::size_t
 /// Splits `text` into words by `rules`; `ends` receives the byte offset where each word
 /// ends (the last one is text.size(); empty text gives no words). Invalid UTF-8 bytes
 /// are single "other" code points, so every byte lands in exactly one word.
-inline void pre_tokenize(pre_rules rules, std::string_view text, std::vector<std::size_t>& ends,
-                         pre_tokenize_scratch& s) {
-  ends.clear();
-  if (text.empty()) return;
-  if (rules == pre_rules::none) {
-    ends.push_back(text.size());
-    return;
-  }
+namespace detail {
+
+/// Decodes `text` into s.cps / s.offsets / s.cls (and forgets the units of the last text).
+inline void decode_code_points(std::string_view text, pre_tokenize_scratch& s) {
   s.cps.clear();
   s.offsets.clear();
   s.cls.clear();
@@ -139,6 +141,20 @@ inline void pre_tokenize(pre_rules rules, std::string_view text, std::vector<std
     i += len;
   }
   s.offsets.push_back(text.size());
+  s.units_built[0] = s.units_built[1] = s.units_built[2] = false;
+}
+
+}  // namespace detail
+
+inline void pre_tokenize(pre_rules rules, std::string_view text, std::vector<std::size_t>& ends,
+                         pre_tokenize_scratch& s) {
+  ends.clear();
+  if (text.empty()) return;
+  if (rules == pre_rules::none) {
+    ends.push_back(text.size());
+    return;
+  }
+  detail::decode_code_points(text, s);
   const std::size_t n = s.cps.size();
   if (rules == pre_rules::gpt2) {
     detail::split_gpt2(s, 0, n, ends);
