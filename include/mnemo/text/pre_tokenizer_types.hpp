@@ -9,7 +9,9 @@
 //     optional contraction in either case, numbers in threes from the left, and the
 //     usual punctuation / newline / white-space alternatives;
 //   digit groups (AFMoE's `\p{AFMoE_digits}`, Tiny Aya's `\d{1,3}(?=(?:\d{3})*\b)`): every
-//     run of \p{N} cut into threes counted from its end.
+//     run of \p{N} cut into threes counted from its end; llama.cpp cuts only after each
+//     group, so the text before a run stays with the run's first group ("x  1" is one
+//     piece for the later rules).
 #pragma once
 
 #include <cstdint>
@@ -147,7 +149,7 @@ inline constexpr split_rule k_rules_22[] = {
     {R"re([^\r\n\p{L}\p{N}]?((?=[\p{L}\p{M}])([^a-z]))*((?=[\p{L}\p{M}])([^A-Z]))+(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])?|[^\r\n\p{L}\p{N}]?((?=[\p{L}\p{M}])([^a-z]))+((?=[\p{L}\p{M}])([^A-Z]))*(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])?|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+)re", regex_flavour::collapsed},
 };
 inline constexpr split_rule k_rules_23[] = {
-    {R"re(\p{N}{1,3}(?=(?:\p{N}{3})*(?!\p{N})))re", regex_flavour::unicode},
+    {R"re(\P{N}*\p{N}{1,3}(?=(?:\p{N}{3})*(?!\p{N})))re", regex_flavour::unicode},
     {R"re([^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])?|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])?|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+)re", regex_flavour::collapsed},
 };
 inline constexpr split_rule k_rules_24[] = {
@@ -164,7 +166,7 @@ inline constexpr split_rule k_rules_27[] = {
     {R"re(\p{Han}+|[^\r\n\p{L}\p{N}]?(?:(?!\p{Han})\p{L})+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+|[\s\S])re", regex_flavour::unicode},
 };
 inline constexpr split_rule k_rules_28[] = {
-    {R"re(\p{N}{1,3}(?=(?:\p{N}{3})*(?!\p{N})))re", regex_flavour::unicode},
+    {R"re(\P{N}*\p{N}{1,3}(?=(?:\p{N}{3})*(?!\p{N})))re", regex_flavour::unicode},
     {R"re([一-鿿㐀-䶿豈-﫿぀-ゟ゠-ヿ･-ﾟ⼀-⿟เ-๿຀-໿ក-៿က-႟ꩠ-ꩿꧠ-꧿가-힯ᄀ-ᇿ]+)re", regex_flavour::wide},
     {R"re([!"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~][A-Za-z]+|[^\r\n\p{L}\p{P}\p{S}]?[\p{L}\p{M}]+| ?[\p{P}\p{S}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)re", regex_flavour::collapsed},
 };
