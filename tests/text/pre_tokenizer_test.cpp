@@ -100,7 +100,7 @@ TEST(PreTokenizerTypes, AllCompile) {
             mnemo::status_code::unsupported);
 }
 
-/// The hand-written GPT-2 and StarCoder scanners agree with the regex engine on the
+/// The hand-written scanners (GPT-2, StarCoder, Llama 3, Qwen 2, Qwen 3.5) agree with the regex engine on the
 /// fixture strings and on random mixes of the characters that matter to the rules.
 TEST(PreTokenizerFastPath, AgreesWithRegexEngine) {
   std::vector<std::string> texts;
@@ -110,7 +110,8 @@ TEST(PreTokenizerFastPath, AgreesWithRegexEngine) {
   const char* alphabet[] = {" ", "  ", "\t", "\n", "\r", "a", "Z", "'", "s", "re", "ll", "1", "7",
                             "!", ".", "~", "\xC2\xA0", "\xC2\x85", "\xC3\xA9", "\xC2\xBD",
                             "\xE2\x80\x8B", "\xE3\x80\x80", "\xE6\x88\x91", "\xF0\x9F\x98\x80",
-                            "\xCC\x81", "\xFF", "\xE2\x85\xA7"};
+                            "\xCC\x81", "\xFF", "\xE2\x85\xA7", "'S", "'Re", "\r\n", "1234",
+                            " \xCC\x81", "\t\xCC\x81" "a"};
   std::uint64_t seed = 0x5eed;
   for (int n = 0; n < 3000; ++n) {
     std::string t;
@@ -121,7 +122,7 @@ TEST(PreTokenizerFastPath, AgreesWithRegexEngine) {
     }
     texts.push_back(t);
   }
-  for (const char* name : {"gpt-2", "starcoder"}) {
+  for (const char* name : {"gpt-2", "starcoder", "llama-bpe", "qwen2", "qwen35"}) {
     auto p = pre_tokenizer::for_name(name);
     ASSERT_TRUE(p.is_ok());
     ASSERT_TRUE(p->uses_fast_path());

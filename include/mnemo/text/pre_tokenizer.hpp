@@ -46,6 +46,9 @@ class pre_tokenizer {
     }
     if (rules.data() == std::data(pre_rules_data::k_rules_9)) p.fast_ = pre_rules::gpt2;
     if (rules.data() == std::data(pre_rules_data::k_rules_10)) p.fast_ = pre_rules::starcoder;
+    if (rules.data() == std::data(pre_rules_data::k_rules_3)) p.fast_ = pre_rules::llama3;
+    if (rules.data() == std::data(pre_rules_data::k_rules_14)) p.fast_ = pre_rules::qwen2;
+    if (rules.data() == std::data(pre_rules_data::k_rules_15)) p.fast_ = pre_rules::qwen35;
     return p;
   }
 
@@ -70,7 +73,8 @@ class pre_tokenizer {
   const pre_tokenizer_type* type() const noexcept { return type_; }
   std::uint16_t flags() const noexcept { return flags_; }
   bool has(std::uint16_t flag) const noexcept { return (flags_ & flag) != 0; }
-  /// Whether split() takes the hand-written GPT-2 scanner (same result, faster).
+  /// Whether split() takes a hand-written scanner (GPT-2, StarCoder, Llama 3, Qwen 2,
+  /// Qwen 3.5 rules: the same result, several times faster).
   bool uses_fast_path() const noexcept { return fast_ != pre_rules::none; }
 
   /// `ends` receives the byte offset where each non-empty piece of `text` ends.

@@ -82,7 +82,57 @@ class regex_compiler {
       prog_.code.push_back({regex_op::match});
       prog_.lookaheads[i].end = static_cast<std::uint32_t>(prog_.code.size());
     }
+    for (char_class& c : prog_.classes)
+      for (std::uint32_t a = 0; a < 0x80; ++a)
+        if (c.contains_slow(make_unit(a, prog_.flavour)))
+          c.ascii_units[a >> 6] |= std::uint64_t{1} << (a & 63);
+    compute_first();
     return {};
+  }
+
+  /// prog_.first for every instruction. A loop reaches its head again only after
+  /// consuming (empty-matching loop bodies are refused), so a head still being computed
+  /// contributes nothing on that path.
+  void compute_first() {
+    const std::size_t n = prog_.code.size();
+    prog_.first.assign(n, {});
+    std::vector<std::uint8_t> state(n, 0);  // 0 new, 1 in progress, 2 done
+    for (std::size_t pc = n; pc-- > 0;) first_of(static_cast<std::uint32_t>(pc), state);
+  }
+
+  first_units first_of(std::uint32_t pc, std::vector<std::uint8_t>& state) {
+    if (state[pc] == 2) return prog_.first[pc];
+    if (state[pc] == 1) return {};
+    state[pc] = 1;
+    const regex_inst in = prog_.code[pc];
+    first_units f;
+    auto of_class = [&](std::uint32_t cls) {
+      first_units c;
+      c.ascii = prog_.classes[cls].ascii_units;
+      c.non_ascii = true;
+      return c;
+    };
+    switch (in.op) {
+      case regex_op::match: f.nullable = true; break;
+      case regex_op::one: f = of_class(in.arg); break;
+      case regex_op::run:
+        f = of_class(in.arg);
+        if (in.x == 0) f.merge(first_of(pc + 1, state));
+        break;
+      case regex_op::split:
+        f = first_of(in.x, state);
+        f.merge(first_of(in.y, state));
+        break;
+      case regex_op::jump: f = first_of(in.x, state); break;
+      case regex_op::assertion:
+      case regex_op::look: f = first_of(pc + 1, state); break;
+    }
+    // (a lookahead body's match is the end of the body, not of the pattern: callers of
+    // first_units only use it for the pattern's own instructions and bodies alike, and a
+    // body's match is nullable there too)
+    prog_.first[pc] = f;
+    state[pc] = 2;
+    return f;
   }
 
   bool at_end() const noexcept { return pos_ >= cps_.size(); }

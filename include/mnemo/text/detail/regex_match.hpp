@@ -99,6 +99,15 @@ class regex_matcher {
     return pos < e_ && prog_->classes[cls].contains(units_[pos]);
   }
 
+  /// Whether the unit at `pos` can start a match of the code at `pc` (a cheap filter).
+  bool may_start(std::uint32_t pc, std::size_t pos) const noexcept {
+    const first_units& f = prog_->first[pc];
+    if (f.nullable) return true;
+    if (pos >= e_) return false;
+    const std::uint32_t v = units_[pos].value;
+    return v < 0x80 ? ((f.ascii[v >> 6] >> (v & 63)) & 1u) != 0 : f.non_ascii;
+  }
+
   static bool is_word(const match_unit& u) noexcept {
     const std::uint32_t c = u.value;
     return (c >= '0' && c <= '9') || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_';
@@ -142,6 +151,7 @@ class regex_matcher {
   /// The end of the highest-priority match starting at `start`, or -1.
   std::int64_t match_at(std::size_t start, bool not_null) {
     const std::vector<regex_inst>& code = prog_->code;
+    if (!may_start(0, start)) return -1;
     stack_.clear();
     stack_.push_back({frame_kind::state, 0, start, 0, 0});
     while (!stack_.empty()) {
@@ -192,10 +202,13 @@ class regex_matcher {
             pos += n, ++pc;
             break;
           }
-          case regex_op::split:
-            stack_.push_back({frame_kind::state, in.y, pos, 0, 0});
-            pc = in.x;
+          case regex_op::split: {
+            const bool x = may_start(in.x, pos), y = may_start(in.y, pos);
+            if (x && y) stack_.push_back({frame_kind::state, in.y, pos, 0, 0});
+            ok = x || y;
+            pc = x ? in.x : in.y;
             break;
+          }
           case regex_op::jump: pc = in.x; break;
           case regex_op::assertion:
             ok = assertion_holds(static_cast<assertion_kind>(in.arg), pos);

@@ -20,12 +20,20 @@ namespace mnemo::text::detail {
 /// `without` holds bits whose absence makes a member (\S, \P{L} inside brackets).
 struct char_class {
   std::array<std::uint64_t, 2> ascii{};
+  // membership of the unit of each ASCII code point under the program's flavour (those
+  // units never change), so that ASCII text is one bit test: set by regex_compiler
+  std::array<std::uint64_t, 2> ascii_units{};
   std::vector<std::pair<std::uint32_t, std::uint32_t>> ranges;  // sorted, >= 0x80
   std::uint16_t props = 0;
   std::uint16_t without = 0;
   bool negated = false;
 
   bool contains(const match_unit& u) const noexcept {
+    if (u.value < 0x80) return (ascii_units[u.value >> 6] >> (u.value & 63)) & 1u;
+    return contains_slow(u);
+  }
+
+  bool contains_slow(const match_unit& u) const noexcept {
     bool in = false;
     if (u.value < 0x80) {
       in = (ascii[u.value >> 6] >> (u.value & 63)) & 1u;
@@ -79,6 +87,21 @@ struct regex_inst {
   std::uint32_t x = 0, y = 0;
 };
 
+/// What can start a match from an instruction: ASCII units by bitmap, any non-ASCII unit
+/// when `non_ascii`, anything when `nullable` (the rest may match empty). The matcher
+/// skips a branch whose first unit cannot start it.
+struct first_units {
+  std::array<std::uint64_t, 2> ascii{};
+  bool non_ascii = false;
+  bool nullable = false;
+
+  void merge(const first_units& o) noexcept {
+    ascii[0] |= o.ascii[0], ascii[1] |= o.ascii[1];
+    non_ascii = non_ascii || o.non_ascii;
+    nullable = nullable || o.nullable;
+  }
+};
+
 /// A lookahead: its body starts at `entry` and ends with a match instruction. A body of
 /// one class (`(?!\S)`, `(?=[\p{L}])`) is tested directly: `single_class` >= 0.
 struct regex_lookahead {
@@ -91,6 +114,7 @@ struct regex_program {
   std::vector<regex_inst> code;  // code[0..] is the pattern; bodies of lookaheads follow
   std::vector<char_class> classes;
   std::vector<regex_lookahead> lookaheads;
+  std::vector<first_units> first;  // [code.size()]
 };
 
 }  // namespace mnemo::text::detail
