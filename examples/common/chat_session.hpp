@@ -20,6 +20,8 @@
 #include <utility>
 #include <vector>
 
+#include "common/stop_text_filter.hpp"
+
 #include "mnemo/base/result.hpp"
 #include "mnemo/base/status.hpp"
 #include "mnemo/batch/batch.hpp"
@@ -93,44 +95,35 @@ class chat_session {
 
   /// Samples the reply to the last prompt(), handing each printable piece to
   /// on_piece(std::string_view) as it comes, and adds it to the conversation. Stops at
-  /// the end-of-sequence token, at the template's stop text (not printed; a piece that
-  /// may start it is held back until it is decided), after n_predict tokens, or when the
-  /// context is full.
+  /// the end-of-sequence token, at the template's stop text (never shown:
+  /// stop_text_filter), after n_predict tokens, or when the context is full.
   template <class OnPiece>
   mnemo::status respond(mnemo::sampler& smp, std::uint32_t n_predict, OnPiece&& on_piece,
                         chat_turn_report& r) {
     const auto t0 = clock::now();
-    const std::string_view stop = tmpl_.stop_text();
     // Control tokens are rendered so that a stop text made of them is seen.
     mnemo::text::stream_decoder dec(*tok_, {.render_special = true, .text_start = false});
-    std::string text;         // the reply as decoded so far
-    std::size_t printed = 0;  // bytes of `text` handed to on_piece
-    bool stopped = false;
-    for (std::uint32_t i = 0; i < n_predict && !stopped; ++i) {
+    stop_text_filter filter{std::string(tmpl_.stop_text())};
+    const auto show = [&](std::string_view s) {
+      if (!s.empty()) on_piece(s);
+    };
+    for (std::uint32_t i = 0; i < n_predict; ++i) {
       const mnemo::text::token_id next = smp.sample(ctx_->logits_ith(-1));
       if (next < 0)
         return mnemo::make_status(mnemo::status_code::internal, "chat: no logits to sample");
       ++r.n_generated;
       if (next == tok_->eos()) break;
       MNEMO_ASSIGN_OR_RETURN(std::string_view piece, dec.push(next));
-      text.append(piece);
-      if (const std::size_t at = stop.empty() ? std::string::npos : text.find(stop, printed);
-          at != std::string::npos) {
-        text.resize(at);
-        stopped = true;
-      }
-      const std::size_t safe = stopped ? text.size() : text.size() - partial_stop(text, stop);
-      if (safe > printed) on_piece(std::string_view(text).substr(printed, safe - printed));
-      printed = std::max(printed, safe);
+      show(filter.push(piece));
       // The token goes into the cache unless the reply ends with it.
-      if (stopped || i + 1 == n_predict || cached_.size() + 1 >= limits_.n_ctx) break;
+      if (filter.stopped() || i + 1 == n_predict || cached_.size() + 1 >= limits_.n_ctx) break;
       MNEMO_RETURN_IF_ERROR(decode_tail(std::vector<mnemo::text::token_id>{next}, 0));
     }
-    if (!stopped) text.append(dec.finish());
-    if (text.size() > printed) on_piece(std::string_view(text).substr(printed));
+    show(filter.push(dec.finish()));
+    show(filter.flush());
     r.t_generate = seconds_since(t0);
-    r.reply = text;
-    messages_.push_back({"assistant", std::move(text)});
+    r.reply = filter.text();
+    messages_.push_back({"assistant", filter.text()});
     return {};
   }
 
@@ -139,14 +132,6 @@ class chat_session {
 
   static double seconds_since(clock::time_point t0) {
     return std::chrono::duration<double>(clock::now() - t0).count();
-  }
-
-  /// The length of the longest end of `text` that begins `stop` (held back: the next
-  /// token may complete the stop text).
-  static std::size_t partial_stop(std::string_view text, std::string_view stop) {
-    for (std::size_t n = std::min(text.size(), stop.size() - (stop.empty() ? 0 : 1)); n > 0; --n)
-      if (text.ends_with(stop.substr(0, n))) return n;
-    return 0;
   }
 
   /// Decodes tokens[from..] at positions cached_.size().., in calls of at most n_batch
