@@ -25,6 +25,11 @@
 #include <string>
 #include <vector>
 
+#if __has_include(<unistd.h>)
+#include <unistd.h>  // isatty: the "> " prompt only for a person at a terminal
+#define MNEMO_EXAMPLES_HAS_ISATTY 1
+#endif
+
 #include "common/chat_session.hpp"
 #include "common/cli.hpp"
 #include "common/memory_factory.hpp"
@@ -185,6 +190,14 @@ status generate(Context& ctx, const options& o, const std::vector<token_id>& pro
   return {};
 }
 
+bool stdin_is_terminal() {
+#if defined(MNEMO_EXAMPLES_HAS_ISATTY)
+  return isatty(0) != 0;
+#else
+  return false;
+#endif
+}
+
 /// --chat: one user turn per line of stdin until its end; empty lines are skipped.
 template <class Context>
 status chat(Context& ctx, const options& o, const text::tokenizer& tok,
@@ -193,8 +206,9 @@ status chat(Context& ctx, const options& o, const text::tokenizer& tok,
   mnemo_examples::chat_session session(ctx, tok, tmpl, {.n_batch = o.rt.n_batch, .n_ctx = n_ctx});
   if (o.system) session.add_system(*o.system);
   std::string line;
+  const bool interactive = stdin_is_terminal();
   for (int turn = 1;;) {
-    std::fprintf(stderr, "> ");
+    if (interactive) std::fprintf(stderr, "> ");
     if (!std::getline(std::cin, line)) break;
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line.empty()) continue;
@@ -218,7 +232,7 @@ status chat(Context& ctx, const options& o, const text::tokenizer& tok,
     t.n_generated += r.n_generated;
     t.t_generate += r.t_generate;
   }
-  std::fprintf(stderr, "\n");
+  if (interactive) std::fprintf(stderr, "\n");
   return {};
 }
 
