@@ -221,6 +221,13 @@ TEST(ChatTemplateDetect, UnknownNameIsAnError) {
   auto t = chat_template::from_name("llama-3");
   ASSERT_FALSE(t.is_ok());
   EXPECT_NE(t.error().message().find("'llama-3'"), std::string::npos);
+  // a long name is quoted by its first 60 bytes, never cutting a UTF-8 character
+  const std::string long_name = std::string(59, 'x') + "\xC3\xA9tail";  // 'é' at bytes 59-60
+  auto cut = chat_template::from_name(long_name);
+  ASSERT_FALSE(cut.is_ok());
+  std::string quoted = "'";
+  quoted.append(59, 'x').append("...'");
+  EXPECT_NE(cut.error().message().find(quoted), std::string::npos) << cut.error().message();
 }
 
 TEST(ChatTemplateDetect, UnknownJinjaSaysSo) {

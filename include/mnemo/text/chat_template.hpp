@@ -38,8 +38,10 @@ class chat_template {
   /// names()). `unsupported` names the unknown name and lists the known ones.
   static result<chat_template> from_name(std::string_view name) {
     if (const auto id = detail::id_by_name(name)) return chat_template(*id);
-    return make_status(status_code::unsupported, "chat template: unknown name '%.*s' (known: %s)",
-                       static_cast<int>(name.size()), name.data(), known_names().c_str());
+    const std::string_view head = quoted_head(name);
+    return make_status(status_code::unsupported, "chat template: unknown name '%.*s%s' (known: %s)",
+                       static_cast<int>(head.size()), head.data(),
+                       head.size() < name.size() ? "..." : "", known_names().c_str());
   }
 
   /// What llama.cpp makes of a template string: a name (as from_name), else the family
@@ -49,14 +51,14 @@ class chat_template {
     if (const auto id = detail::id_by_name(tmpl)) return chat_template(*id);
     if (const auto id = detail::detect_chat_family(tmpl)) return chat_template(*id);
     if (looks_like_jinja(tmpl)) {
-      constexpr std::size_t k_quote = 60;
-      const std::string_view head = tmpl.substr(0, k_quote);
+      const std::string_view head = quoted_head(tmpl);
       return make_status(status_code::unsupported,
                          "chat template: the Jinja template '%.*s%s' (%zu bytes) matches none "
                          "of the built-in families, and mnemo has no Jinja engine; choose a "
                          "family by name (%s)",
                          static_cast<int>(head.size()), head.data(),
-                         tmpl.size() > k_quote ? "..." : "", tmpl.size(), known_names().c_str());
+                         head.size() < tmpl.size() ? "..." : "", tmpl.size(),
+                         known_names().c_str());
     }
     return from_name(tmpl);
   }
@@ -129,6 +131,15 @@ class chat_template {
 
   static bool looks_like_jinja(std::string_view s) noexcept {
     return s.find("{%") != std::string_view::npos || s.find("{{") != std::string_view::npos;
+  }
+
+  /// The first 60 bytes of `s` for a message, not cutting a UTF-8 character.
+  static std::string_view quoted_head(std::string_view s) noexcept {
+    constexpr std::size_t k_quote = 60;
+    if (s.size() <= k_quote) return s;
+    std::size_t n = k_quote;
+    while (n > 0 && (static_cast<unsigned char>(s[n]) & 0xC0) == 0x80) --n;
+    return s.substr(0, n);
   }
 
   static std::string known_names() {
