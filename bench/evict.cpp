@@ -1,7 +1,7 @@
 // bench/evict: one decode step of a bounded cache at budget B (one layer, f16 K/V,
 // d 128, 8 KV heads x group 4, 1 thread), split into the attention call and the
 // policy's bookkeeping (prepare, apply, write, views, statistics setup, scoring,
-// eviction, commit). Counters: attn_us, book_us and book/attn, the bound
+// eviction, commit). Counters: attn_us, book_us and book/attn, the target
 // being book/attn <= 0.10 at B = 1024; cells_read, the most cells one lane's view
 // handed to attention (B + 1 with budget_rule::kept, B with budget_rule::read).
 // BM_attend_plain is the same attention with attend() directly: streaming_llm's

@@ -22,7 +22,8 @@
 //                     windows of pad(n_swa + n_ubatch, 256) cells)
 // The 8k context is written into the memory directly (random K/V through prepare /
 // apply / write_kv / commit), so setup costs no prefill; each timed step decodes position
-// 8192 and removes it again (rollback within the window is always possible, spec §4.4).
+// 8192 and removes it again (rollback within the window is always possible,
+// docs/sliding-window.md).
 #include <cmath>
 #include <cstdio>
 #include <filesystem>

@@ -10,6 +10,7 @@
 // major, in batches of at most --batch tokens, logits only for each sequence's last
 // token); then TG steps that each decode one token per sequence. Tokens are fixed
 // pseudo-random ids: this measures speed, not text. N_KV = B * (PP + TG).
+// MODEL.gguf is any attention architecture (llama, qwen2, qwen3, phi3, gemma2, gemma3).
 // --ctx 0 (the default) sizes the memory for the largest case: max(B) * max(PP + TG).
 #include <algorithm>
 #include <chrono>
@@ -24,7 +25,7 @@
 
 #include "mnemo/base/parallel.hpp"
 #include "mnemo/base/rng.hpp"
-#include "mnemo/model/llama.hpp"
+#include "mnemo/model/architectures.hpp"
 #include "mnemo/simd/isa.hpp"
 
 namespace {
@@ -178,7 +179,7 @@ int main(int argc, char** argv) {
   options o;
   if (!parse_args(argc, argv, o)) return usage();
   mnemo_examples::apply_process_settings(o.rt);
-  auto m = model::llama_model::open(o.model, mnemo_examples::file_access(o.rt));
+  auto m = model::open_attention_decoder(o.model, mnemo_examples::file_access(o.rt));
   if (!m.is_ok()) {
     std::fprintf(stderr, "batched_bench: %s\n", m.error().to_string().c_str());
     return 1;

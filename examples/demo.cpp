@@ -13,6 +13,8 @@
 //      shared batches (max |diff| <= 1e-4 * max |logit|), else FAIL and exit code 1.
 //
 //   demo [--clients N] [--tokens M] [--slots S] [--threads T (1)] [--quiet]
+//        [--model PATH]  (a GGUF of any attention architecture with its tokenizer, instead
+//                         of the random Llama: llama, qwen2, qwen3, phi3, gemma2, gemma3)
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -21,6 +23,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <system_error>
 #include <vector>
 
@@ -29,10 +32,11 @@
 
 #include "mnemo/context.hpp"
 #include "mnemo/memory/full/full_cache.hpp"
-#include "mnemo/model/llama.hpp"
+#include "mnemo/model/architectures.hpp"
 #include "mnemo/sampling.hpp"
 #include "mnemo/simd/cpu.hpp"
 #include "mnemo/text/tokenizer.hpp"
+#include "mnemo/text/utf8.hpp"
 
 namespace {
 
@@ -42,7 +46,7 @@ using clock_type = std::chrono::steady_clock;
 // a cached value to the neighbouring f16 and move the logits by ~5e-5 of their scale,
 // too close to the self-check's 1e-4 limit to be a portable check.
 using cache_t = memory::full_cache<float>;
-using context_t = context<model::llama_model, cache_t>;
+using context_t = context<model::attention_decoder, cache_t>;
 
 constexpr std::uint32_t k_prompt_chunk = 32;  // most prompt tokens of one client per step
 
@@ -62,9 +66,10 @@ struct options {
   std::uint32_t clients = 8, tokens = 24, slots = 4;
   // One thread by default: the model is small enough that a step is a fraction of a
   // millisecond, and on a shared machine a 2-thread OpenMP step can stall at its
-  // barriers for a scheduler slice (docs/performance.md, batched_bench).
+  // barriers for a scheduler slice (docs/performance.md, "Method").
   int threads = 1;
   bool quiet = false;
+  std::string model;  // empty: the random-weight Llama
 };
 
 struct client {
@@ -78,7 +83,8 @@ struct client {
 
 int usage() {
   std::fprintf(stderr,
-               "usage: demo [--clients N] [--tokens M] [--slots S] [--threads T] [--quiet]\n");
+               "usage: demo [--clients N] [--tokens M] [--slots S] [--threads T] [--quiet]\n"
+               "            [--model PATH]\n");
   return 2;
 }
 
@@ -88,6 +94,12 @@ bool parse_args(int argc, char** argv, options& o) {
     const std::string_view a = args.take();
     if (a == "--quiet") {
       o.quiet = true;
+      continue;
+    }
+    if (a == "--model") {
+      const char* v = args.value(a);
+      if (v == nullptr) return args.complain("bad value for", a), false;
+      o.model = v;
       continue;
     }
     std::uint32_t* dst = a == "--clients"  ? &o.clients
@@ -114,7 +126,7 @@ std::string one_line(std::string s, std::size_t n) {
   for (char& c : s)
     if (c == '\n' || c == '\r' || c == '\t') c = ' ';
   if (s.size() <= n) return s;
-  while (n > 0 && (static_cast<unsigned char>(s[n]) & 0xC0) == 0x80) --n;
+  n = text::utf8_complete_prefix(std::string_view(s).substr(0, n));
   return s.substr(0, n) + "...";
 }
 
@@ -206,7 +218,7 @@ status serve(context_t& ctx, std::vector<client>& cs, const options& o, std::siz
 /// Decodes client c's prompt and generated tokens (all but the last, which was never
 /// fed back) alone, in one batch, in a fresh context; returns max |diff| against the
 /// rows it got while batched, and the largest |logit| in `scale`.
-status self_check(const model::llama_model& m, const client& c, int threads, float& worst,
+status self_check(const model::attention_decoder& m, const client& c, int threads, float& worst,
                   float& scale) {
   std::vector<token_id> stream = c.prompt;
   stream.insert(stream.end(), c.generated.begin(), c.generated.end() - 1);
@@ -282,16 +294,22 @@ int main(int argc, char** argv) {
        ("mnemo-demo-" + std::to_string(clock_type::now().time_since_epoch().count()) + ".gguf"))
           .string();
   const auto t_write = clock_type::now();
-  if (status st = mnemo_examples::write_random_llama(mc, path); !st) return fail(st);
-  auto m = model::llama_model::open(path);
-  std::filesystem::remove(path, tmp_ec);  // the mapping stays valid (POSIX)
+  if (!o.model.empty()) {
+    vocab = "the file's vocabulary";
+  } else if (status st = mnemo_examples::write_random_llama(mc, path); !st) {
+    return fail(st);
+  }
+  auto m = model::open_attention_decoder(o.model.empty() ? path : o.model);
+  if (o.model.empty()) std::filesystem::remove(path, tmp_ec);  // the mapping stays valid (POSIX)
   if (!m.is_ok()) return fail(m.error());
   auto tok = text::tokenizer::from_gguf(m->file());
   if (!tok.is_ok()) return fail(tok.error());
   std::printf(
-      "\n\n[2/4] model: random-weight Llama, %u layers, d_model %u, %u heads / %u KV heads, "
-      "%s; written and loaded in %.2f s\n",
-      mc.n_layer, mc.n_embd, mc.n_head, mc.n_head_kv, vocab.c_str(), seconds_since(t_write));
+      "\n\n[2/4] model: %s %s, %u layers, d_model %u, %u heads / %u KV heads, %s; loaded in "
+      "%.2f s\n",
+      o.model.empty() ? "random-weight" : o.model.c_str(), m->recipe().name.data(),
+      m->hparams().n_layer, m->hparams().n_embd, m->hparams().n_head, m->hparams().n_head_kv,
+      vocab.c_str(), seconds_since(t_write));
 
   // Clients: arrival every 3 steps, prompts of different lengths, 3 output lengths.
   std::vector<client> cs(o.clients);

@@ -10,12 +10,13 @@
 // --compare reads a reference .bin and exits 1 when any logit differs by more than
 // TOL or the sizes differ (the ctest entry in tests/replay.cmake uses it).
 // --memory names the strategy of the attention layers (mamba has none: its layers
-// always use memory::recurrent; jamba routes its Mamba layers there). For gemma3,
-// `full` is one full cache for every layer (the window is a mask only) and `iswa` the
-// interleaved composite: global layers on a full cache of --ctx cells, local layers on
-// a sliding window of pad(n_swa * 4 + --ubatch, 256) cells; `iswa-split` is split streams
-// on every layer: --ctx cells per sequence for global layers, a window of
-// pad(n_swa + --ubatch, 256) cells per sequence for local ones (gemma3_model::make_iswa_split).
+// always use memory::recurrent; jamba routes its Mamba layers there). For a model with
+// window and global layers (gemma2, gemma3), `full` is one full cache for every layer
+// (the window is a mask only) and `iswa` the interleaved composite: global layers on a
+// full cache of --ctx cells, window layers on a sliding window of
+// pad(n_swa * 4 + --ubatch, 256) cells; `iswa-split` is split streams on every layer:
+// --ctx cells per sequence for global layers, a window of pad(n_swa + --ubatch, 256)
+// cells per sequence for window ones (attention_decoder::make_iswa_split).
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -33,9 +34,8 @@
 #include "mnemo/memory/layered/layered.hpp"
 #include "mnemo/memory/recurrent/recurrent.hpp"
 #include "mnemo/memory/stream/split_stream.hpp"
-#include "mnemo/model/gemma3.hpp"
+#include "mnemo/model/architectures.hpp"
 #include "mnemo/model/jamba.hpp"
-#include "mnemo/model/llama.hpp"
 #include "mnemo/model/mamba.hpp"
 
 namespace {
@@ -52,8 +52,8 @@ struct options {
   double tol = 0;
 };
 
-/// The memory strategies this build offers; a new one adds a name here and, for llama,
-/// a memory_maker in common/memory_factory.hpp.
+/// The memory strategies this build offers; a new one adds a name here and, for the
+/// attention decoders, a memory_maker in common/memory_factory.hpp.
 constexpr std::string_view k_memories[] = {"full", "split", "iswa", "iswa-split"};
 constexpr std::string_view k_kv_types[] = {"f32", "f16", "bf16", "q8_0", "q4_0"};
 
@@ -148,9 +148,29 @@ status run_context(const Model& m, Memory mem, const options& o, const mnemo_exa
   return mnemo_examples::run_scenario(ctx, sc, logits);
 }
 
-/// llama: --memory full or split x --kv, through the examples' memory factory.
-status run(const model::llama_model& m, const options& o, const mnemo_examples::scenario& sc,
+/// The attention decoders (llama, qwen2, qwen3, phi3, gemma2, gemma3): --memory full or
+/// split x --kv through the examples' memory factory, or, for a model with window and
+/// global layers, iswa / iswa-split (K/V f32 or f16).
+template <class KE>
+status run_iswa(const model::attention_decoder& m, const options& o,
+                const mnemo_examples::scenario& sc, std::vector<float>& logits) {
+  if (o.memory == "iswa") {
+    MNEMO_ASSIGN_OR_RETURN(auto mem, m.make_iswa<KE>(o.n_ctx, 4, o.n_ubatch));
+    return run_context(m, std::move(mem), o, sc, logits);
+  }
+  // split streams on every layer, per-stream windows
+  MNEMO_ASSIGN_OR_RETURN(auto mem, m.make_iswa_split<KE>(o.n_ctx, 4, o.n_ubatch));
+  return run_context(m, std::move(mem), o, sc, logits);
+}
+status run(const model::attention_decoder& m, const options& o, const mnemo_examples::scenario& sc,
            std::vector<float>& logits) {
+  if (o.memory == "iswa" || o.memory == "iswa-split") {
+    if (o.kv == "f16") return run_iswa<dtype::f16>(m, o, sc, logits);
+    if (o.kv != "f32")
+      return make_status(status_code::unsupported, "--memory %s: --kv %s (this build has f32, f16)",
+                         o.memory.c_str(), o.kv.c_str());
+    return run_iswa<float>(m, o, sc, logits);
+  }
   mnemo_examples::runtime_options rt;
   rt.memory = o.memory;
   rt.kv = o.kv;
@@ -198,41 +218,12 @@ status run(const model::jamba_model& m, const options& o, const mnemo_examples::
   return run_jamba<float>(m, o, sc, logits);
 }
 
-/// gemma3: `full` (one full cache, the window as a mask) or `iswa` (the composite).
-template <class KE>
-status run_gemma3(const model::gemma3_model& m, const options& o,
-                  const mnemo_examples::scenario& sc, std::vector<float>& logits) {
-  if (o.memory == "iswa") {
-    MNEMO_ASSIGN_OR_RETURN(auto mem, m.make_iswa<KE>(o.n_ctx, 4, o.n_ubatch));
-    return run_context(m, std::move(mem), o, sc, logits);
-  }
-  if (o.memory == "iswa-split") {  // split streams on every layer, per-stream windows
-    MNEMO_ASSIGN_OR_RETURN(auto mem, m.template make_iswa_split<KE>(o.n_ctx, 4, o.n_ubatch));
-    return run_context(m, std::move(mem), o, sc, logits);
-  }
-  if (o.memory == "full") {
-    MNEMO_ASSIGN_OR_RETURN(auto mem, memory::full_cache<KE>::make(m.full_cache_config(o.n_ctx, 4)));
-    return run_context(m, std::move(mem), o, sc, logits);
-  }
-  return make_status(status_code::unsupported,
-                     "gemma3: --memory %s (this build has full, iswa, iswa-split)",
-                     o.memory.c_str());
-}
-status run(const model::gemma3_model& m, const options& o, const mnemo_examples::scenario& sc,
-           std::vector<float>& logits) {
-  if (o.kv == "f16") return run_gemma3<dtype::f16>(m, o, sc, logits);
-  if (o.kv != "f32")
-    return make_status(status_code::unsupported, "gemma3: --kv %s (this build has f32, f16)",
-                       o.kv.c_str());
-  return run_gemma3<float>(m, o, sc, logits);
-}
-
 /// Loads the model of one architecture and replays the scenario; n_vocab is set
 /// before the run (the scenario's n_vocab is checked against it).
-template <class Model>
+template <class Model, auto Load = &Model::load>
 status replay_with(gguf::file file, const options& o, const mnemo_examples::scenario& sc,
                    std::vector<float>& logits, std::uint32_t& n_vocab) {
-  MNEMO_ASSIGN_OR_RETURN(Model m, Model::load(std::move(file)));
+  MNEMO_ASSIGN_OR_RETURN(Model m, Load(std::move(file)));
   n_vocab = m.n_vocab();
   if (sc.n_vocab != 0 && sc.n_vocab != n_vocab)
     return make_status(status_code::invalid_argument,
@@ -241,17 +232,16 @@ status replay_with(gguf::file file, const options& o, const mnemo_examples::scen
   return run(m, o, sc, logits);
 }
 
-/// The architectures this replay runs, by general.architecture; a new one adds a row.
+/// The recurrent and hybrid architectures this replay runs, by general.architecture; the
+/// attention decoders are model::k_attention_recipes.
 struct architecture {
   std::string_view name;
   status (*replay)(gguf::file, const options&, const mnemo_examples::scenario&, std::vector<float>&,
                    std::uint32_t&);
 };
 constexpr architecture k_architectures[] = {
-    {"llama", replay_with<model::llama_model>},
     {"mamba", replay_with<model::mamba_model>},
     {"jamba", replay_with<model::jamba_model>},
-    {"gemma3", replay_with<model::gemma3_model>},
 };
 
 status replay(const options& o, const mnemo_examples::scenario& sc, std::vector<float>& logits,
@@ -259,10 +249,14 @@ status replay(const options& o, const mnemo_examples::scenario& sc, std::vector<
   MNEMO_ASSIGN_OR_RETURN(gguf::file file, gguf::file::open(o.model));
   MNEMO_ASSIGN_OR_RETURN(std::string_view arch, file.get_string("general.architecture"));
   const std::string name(arch);
+  if (model::find_recipe(name) != nullptr)
+    return replay_with<model::attention_decoder, &model::load_attention_decoder>(
+               std::move(file), o, sc, logits, n_vocab)
+        .with_context(o.model);
   for (const architecture& a : k_architectures)
     if (a.name == name)
       return a.replay(std::move(file), o, sc, logits, n_vocab).with_context(o.model);
-  std::string known;
+  std::string known = model::attention_architectures();
   for (const architecture& a : k_architectures)
     known += (known.empty() ? "" : ", ") + std::string(a.name);
   return make_status(status_code::unsupported, "%s: architecture '%s' is not supported (%s)",

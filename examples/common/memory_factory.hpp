@@ -21,7 +21,7 @@
 #include "mnemo/dtype/dtype.hpp"
 #include "mnemo/memory/full/full_cache.hpp"
 #include "mnemo/memory/stream/split_stream.hpp"
-#include "mnemo/model/llama.hpp"
+#include "mnemo/model/architectures.hpp"
 
 namespace mnemo_examples {
 
@@ -37,7 +37,7 @@ struct memory_maker;  // every strategy the examples offer specialises this
 template <class KE>
 struct memory_maker<mnemo::memory::full_cache<KE>> {
   static constexpr std::string_view name = "full";
-  static mnemo::result<mnemo::memory::full_cache<KE>> make(const mnemo::model::llama_model& m,
+  static mnemo::result<mnemo::memory::full_cache<KE>> make(const mnemo::model::attention_decoder& m,
                                                            std::size_t n_ctx, mnemo::seq_id n_seq) {
     return mnemo::memory::full_cache<KE>::make(m.full_cache_config(n_ctx, n_seq));
   }
@@ -48,15 +48,11 @@ struct memory_maker<mnemo::memory::full_cache<KE>> {
 template <class KE>
 struct memory_maker<mnemo::memory::split_stream<KE>> {
   static constexpr std::string_view name = "split";
-  static mnemo::result<mnemo::memory::split_stream<KE>> make(const mnemo::model::llama_model& m,
-                                                             std::size_t n_ctx,
-                                                             mnemo::seq_id n_seq) {
-    mnemo::memory::split_stream_config c;
-    c.shape = m.kv_shape();
-    c.n_seq_max = n_seq;
-    c.size_per_stream = n_seq > 0 ? (n_ctx + static_cast<std::size_t>(n_seq) - 1) / n_seq : 0;
-    c.rope = m.hparams().rope();
-    return mnemo::memory::split_stream<KE>::make(c);
+  static mnemo::result<mnemo::memory::split_stream<KE>> make(
+      const mnemo::model::attention_decoder& m, std::size_t n_ctx, mnemo::seq_id n_seq) {
+    const std::size_t per_stream =
+        n_seq > 0 ? (n_ctx + static_cast<std::size_t>(n_seq) - 1) / n_seq : 0;
+    return mnemo::memory::split_stream<KE>::make(m.split_stream_config(per_stream, n_seq));
   }
 };
 
@@ -83,9 +79,11 @@ mnemo::status visit_memory(std::string_view memory, std::string_view kv, F&& f) 
 }
 
 /// Builds the memory the options name (n_ctx cells for n_seq sequences), a context
-/// over it and `m`, and returns f(context&).
+/// over it and `m` (any attention architecture: llama, qwen2, qwen3, phi3, gemma2,
+/// gemma3; a window architecture then masks its window layers in the one cache), and
+/// returns f(context&).
 template <class F>
-mnemo::status with_context(const mnemo::model::llama_model& m, const runtime_options& o,
+mnemo::status with_context(const mnemo::model::attention_decoder& m, const runtime_options& o,
                            mnemo::seq_id n_seq, std::size_t n_ctx, F&& f) {
   return visit_memory(o.memory, o.kv, [&]<class Memory>(memory_tag<Memory>) -> mnemo::status {
     MNEMO_ASSIGN_OR_RETURN(Memory mem, memory_maker<Memory>::make(m, n_ctx, n_seq));
@@ -94,7 +92,7 @@ mnemo::status with_context(const mnemo::model::llama_model& m, const runtime_opt
     p.n_batch = o.n_batch;
     p.n_seq_max = n_seq;
     p.n_threads = o.threads;
-    using context_t = mnemo::context<mnemo::model::llama_model, Memory>;
+    using context_t = mnemo::context<mnemo::model::attention_decoder, Memory>;
     MNEMO_ASSIGN_OR_RETURN(context_t ctx, context_t::make(m, std::move(mem), p));
     return f(ctx);
   });

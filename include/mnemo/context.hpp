@@ -1,6 +1,6 @@
 // mnemo::context<Model, Memory>: decodes batches of many sequences through a model
 // and a memory strategy and keeps the logits of the tokens that asked for them
-// (DESIGN.md "Data flow of one decode call").
+// (docs/architecture.md, "Data flow of one decode call").
 //
 //   auto ctx = context<model::llama_model, memory::full_cache<dtype::f16>>::make(
 //       model, std::move(cache), {.n_ubatch = 512, .n_seq_max = 4});
@@ -222,7 +222,7 @@ class context {
     n_outputs_ = 0;
   }
 
-  // ---- lost context (spec §4.4, §4.5, §10.1) ---------------------------------------
+  // ---- lost context (docs/context.md) ------------------------------------------------
 
   /// The smallest p from which s can continue (seq_rm(s, p, -1), then decode p): 0 for
   /// memories that forget nothing. In recompute mode every p is reachable through

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -19,10 +20,11 @@ struct tiny_llama_spec {
   std::uint32_t n_swa = 0;
   bool tied = false;
   std::uint64_t seed = 7;
-  std::string drop_tensor;  // leave this tensor out
-  std::string drop_key;     // leave this metadata key out
-  std::string bad_shape;    // give this tensor one more output row
-  std::string bad_type;     // store this tensor as i8
+  std::string drop_tensor;                          // leave this tensor out
+  std::string drop_key;                             // leave this metadata key out
+  std::string bad_shape;                            // give this tensor one more output row
+  std::string bad_type;                             // store this tensor as i8
+  std::function<void(mnemo::gguf::writer&)> extra;  // adds keys or tensors of its own
 };
 
 inline mnemo::result<mnemo::model::llama_model> make_tiny_llama(const tiny_llama_spec& s) {
@@ -74,6 +76,7 @@ inline mnemo::result<mnemo::model::llama_model> make_tiny_llama(const tiny_llama
     tensor(p + "ffn_down.weight", s.n_ff, s.n_embd, 1.0f / std::sqrt(static_cast<float>(s.n_ff)),
            0.0f);
   }
+  if (s.extra) s.extra(w);
   MNEMO_ASSIGN_OR_RETURN(auto bytes, w.to_bytes());
   MNEMO_ASSIGN_OR_RETURN(auto file, mnemo::gguf::file::from_owned_bytes(std::move(bytes)));
   return mnemo::model::llama_model::load(std::move(file));

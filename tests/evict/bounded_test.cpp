@@ -106,7 +106,7 @@ TEST(BoundedModel, EvictionChangesLogitsAndKeepsBudget) {
 }
 
 /// Logits after a reload or a fork: the same cells, maybe in other slots, so the
-/// attention sums run in another order (spec §3.2 tier 0, slot-order independence).
+/// attention sums run in another order (slot-order independence).
 void expect_close(const std::vector<std::vector<float>>& a,
                   const std::vector<std::vector<float>>& b, const char* what) {
   ASSERT_EQ(a.size(), b.size()) << what;

@@ -1,5 +1,5 @@
 // Drives a bounded memory without a model: one layer, one sequence, synthetic
-// Q/K/V with planted structure (spec/eviction.md §3.2 tier 1), attention through
+// Q/K/V with planted structure (docs/eviction.md), attention through
 // evict::attend_observed exactly as the Llama decoder calls it.
 #pragma once
 
@@ -18,7 +18,7 @@ namespace evict_test {
 using namespace mnemo;
 
 /// Rows of a synthetic sequence. Keys all have norm `key_norm` (equalised, so the
-/// signal is in directions only, spec §3.2) unless norm_leak is set.
+/// signal is in directions only) unless norm_leak is set.
 struct synthetic {
   std::size_t n_head = 2, n_head_kv = 1, d = 32;
   std::size_t n_tokens = 0;

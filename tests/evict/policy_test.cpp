@@ -1,4 +1,4 @@
-// Policies on synthetic Q/K/V with planted structure (spec/eviction.md §3.2): each
+// Policies on synthetic Q/K/V with planted structure (docs/eviction.md): each
 // policy's defining behaviour, budgets at the edges, and the attention mass export
 // checked against an independent recomputation.
 #include <algorithm>

@@ -28,6 +28,7 @@ namespace mnemo::model {
 /// The sizes a decoder's activations depend on.
 struct decoder_dims {
   std::size_t n_embd = 0, n_head = 0, n_head_kv = 0, d_k = 0, d_v = 0, n_ff = 0, n_vocab = 0;
+  std::size_t n_fused = 0;  // widest fused product (Q|K|V, gate|up) a token needs; 0: none
 
   std::size_t q_width() const noexcept { return n_head * d_k; }     // a token's queries
   std::size_t k_width() const noexcept { return n_head_kv * d_k; }  // its keys
@@ -73,6 +74,7 @@ struct decoder_activations {
   aligned_buffer<float> k, v;      // [n_ubatch, n_head_kv d]
   aligned_buffer<float> gate, up;  // [n_ubatch, n_ff]
   aligned_buffer<float> logits;    // [n_ubatch, n_vocab]
+  aligned_buffer<float> fused;     // [n_ubatch, n_fused]: a fused product before its split
   attention::workspace attn_ws;
   matmul_workspace mm_ws;
   memory::layer_views views;
@@ -89,7 +91,8 @@ struct decoder_activations {
                              {&v, n * d.v_width()},
                              {&gate, n * d.n_ff},
                              {&up, n * d.n_ff},
-                             {&logits, n * d.n_vocab}});
+                             {&logits, n * d.n_vocab},
+                             {&fused, n * d.n_fused}});
   }
 };
 

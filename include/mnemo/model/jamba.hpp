@@ -2,7 +2,7 @@
 // FFN layers: per layer h = RMSNorm(x) attn_norm; x += mixer(h), the mixer being
 // either Mamba-1 (mamba_mixer.hpp, with dt/B/C norms) or causal GQA attention without
 // RoPE; then x += down(silu(gate h2) * up h2), h2 = RMSNorm(x) ffn_norm. The forward
-// pass follows llama.cpp's llama_model_jamba::graph (fixtures MODELS.md §6).
+// pass follows llama.cpp's llama_model_jamba::graph (docs/hybrid.md).
 //
 // The memory routes layers: attention layers to a KV strategy (full_cache,
 // split_stream, ...) and Mamba layers to memory::recurrent, through memory::layered,

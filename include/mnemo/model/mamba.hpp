@@ -1,7 +1,7 @@
 // A Mamba-1 decoder (Gu & Dao 2023) for GGUF arch `mamba`: per layer
 // x += mixer(RMSNorm(x) attn_norm) with no FFN, then the final RMSNorm and the output
 // (tied to token_embd when output.weight is absent). The forward pass follows
-// llama.cpp's llama_model_mamba::graph (fixtures MODELS.md §5); the mixer is
+// llama.cpp's llama_model_mamba::graph (docs/hybrid.md); the mixer is
 // mamba_mixer.hpp.
 //
 // The model owns its gguf::file and is written against recurrent_state_memory only:

@@ -3,9 +3,8 @@
 
 #include "mnemo/gguf/file.hpp"
 #include "mnemo/gguf/writer.hpp"
-#include "mnemo/model/gemma3.hpp"
+#include "mnemo/model/architectures.hpp"
 #include "mnemo/model/jamba.hpp"
-#include "mnemo/model/llama.hpp"
 #include "mnemo/model/mamba.hpp"
 #include "mnemo/model/matmul.hpp"
 #include "mnemo/model/weight.hpp"
