@@ -18,6 +18,7 @@
 #include "mnemo/memory/state_format.hpp"
 #include "mnemo/memory/stream/split_stream.hpp"
 #include "mnemo/memory/stream/split_stream_state.hpp"
+#include "mnemo/memory/token_history.hpp"
 #include "mnemo/memory/transaction.hpp"
 #include "mnemo/memory/types.hpp"
 #include "mnemo/memory/window/sliding_window.hpp"

@@ -10,7 +10,7 @@
 // scores). Per-head lanes store one KV
 // head per row, each lane's rows contiguous ([n_seq, n_head_kv, capacity] rows of
 // d_k), so the bytes are the same as per layer and attention for KV head h streams
-// that lane's dense prefix (evict::attend_observed calls the kernel once per KV head).
+// that lane's dense prefix (model::attend_observed calls the kernel once per KV head).
 //
 // Layout: each lane has capacity = budget + max_ubatch slots (the slack holds one
 // micro-batch of a sequence before eviction), positions and policy state per slot,
@@ -231,7 +231,7 @@ class bounded {
   /// Per layer: one kv_view per sequence of micro-batch u (increasing id), one
   /// segment over the lane's dense prefix [0, top). Per KV head: lanes_per_layer()
   /// groups of such views, head-major (streams[h * n_seq + k] is head h's part of
-  /// sequence k's lane); evict::attend_observed attends each group with n_head_kv 1.
+  /// sequence k's lane); model::attend_observed attends each group with n_head_kv 1.
   void views(std::size_t layer, std::size_t u, layer_views& out) const;
 
   /// Fills `sink` with mass buffers for the sequences whose policy asks for

@@ -1,5 +1,7 @@
 // The statistics adapter between a model's attention call and a memory that
-// observes attention (the bounded strategy): the model calls attend_observed()
+// observes attention (the bounded strategy), beside the decoder that is its only user
+// (it includes attention and memory, so it sits above both): the model calls
+// attend_observed()
 // instead of attention::attend() when the memory models attention_observer, a
 // compile-time property, so every other strategy keeps the plain null-sink call.
 // The mass export is instantiated only when the memory's policy can use it
@@ -16,7 +18,7 @@
 #include "mnemo/attention/attend.hpp"
 #include "mnemo/memory/concepts.hpp"
 
-namespace mnemo::evict {
+namespace mnemo::model {
 
 /// A memory that wants to see each layer's attention: after_attention(layer, u,
 /// had_stats) is called once per layer and micro-batch after attend; when
@@ -113,4 +115,4 @@ status attend_observed(M& mem, std::size_t layer, std::size_t u, const attention
   return mem.after_attention(layer, u, false);
 }
 
-}  // namespace mnemo::evict
+}  // namespace mnemo::model

@@ -1,7 +1,8 @@
 // What the context's recompute mode remembers (context_params::recompute): per
 // sequence, the (token, position) pairs its memory cells were computed from, kept in
 // step with every decode and sequence operation, so that a window memory's forgotten
-// positions can be decoded again (docs/context.md "Lost context").
+// positions can be decoded again (docs/context.md "Lost context"). It mirrors the
+// memory's sequence operations on positions (pos_range), so it lives with them.
 //
 // A sequence's history is `complete` when it names every token the memory holds for it:
 // a decode from embeddings, or a state_read, makes it incomplete until the sequence is
@@ -16,7 +17,7 @@
 #include "mnemo/batch/batch.hpp"
 #include "mnemo/memory/types.hpp"
 
-namespace mnemo {
+namespace mnemo::memory {
 
 class token_history {
  public:
@@ -61,7 +62,7 @@ class token_history {
   /// Whether every entry of s at or above p0 lies in [p0, p1) (negative: llama.cpp's
   /// open ends), i.e. removing [p0, p1) leaves a prefix.
   bool is_suffix(seq_id s, pos_t p0, pos_t p1) const {
-    const memory::pos_range r = memory::pos_range::of(p0, p1);
+    const pos_range r = pos_range::of(p0, p1);
     for (const entry& e : at(s).items)
       if (e.pos >= r.p0 && !r.contains(e.pos)) return false;
     return true;
@@ -70,7 +71,7 @@ class token_history {
   /// Whether seq_cp(src, dst, p0, p1) makes dst a branch: a prefix of src (the range
   /// starts at or below src's first position) and nothing of dst's own left outside it.
   bool is_branch(seq_id src, seq_id dst, pos_t p0, pos_t p1) const {
-    const memory::pos_range r = memory::pos_range::of(p0, p1);
+    const pos_range r = pos_range::of(p0, p1);
     for (const entry& e : at(src).items)
       if (e.pos < r.p1 && !r.contains(e.pos)) return false;
     for (const entry& e : at(dst).items)
@@ -88,18 +89,18 @@ class token_history {
   // ---- the memory's sequence operations, mirrored --------------------------------
 
   void seq_rm(seq_id s, pos_t p0, pos_t p1) {
-    const memory::pos_range r = memory::pos_range::of(p0, p1);
+    const pos_range r = pos_range::of(p0, p1);
     for_each(s, [&](seq_id q) {
       auto& h = at(q);
       std::erase_if(h.items, [&](const entry& e) { return r.contains(e.pos); });
-      if (h.items.empty() && r.p0 == 0 && r.p1 == memory::pos_range::of(0, -1).p1)
+      if (h.items.empty() && r.p0 == 0 && r.p1 == pos_range::of(0, -1).p1)
         h.complete = true;  // nothing held: nothing unknown
     });
   }
   /// dst keeps its entries outside [p0, p1) and takes src's inside it.
   void seq_cp(seq_id src, seq_id dst, pos_t p0, pos_t p1) {
     if (src == dst) return;
-    const memory::pos_range r = memory::pos_range::of(p0, p1);
+    const pos_range r = pos_range::of(p0, p1);
     std::vector<entry> out;
     for (const entry& e : at(dst).items)
       if (!r.contains(e.pos)) out.push_back(e);
@@ -117,7 +118,7 @@ class token_history {
   /// Positions in [p0, p1) of s become new_pos(p) (seq_add, seq_div).
   template <class NewPos>
   void shift(seq_id s, pos_t p0, pos_t p1, NewPos new_pos) {
-    const memory::pos_range r = memory::pos_range::of(p0, p1);
+    const pos_range r = pos_range::of(p0, p1);
     for_each(s, [&](seq_id q) {
       auto& v = at(q).items;
       for (entry& e : v)
@@ -149,4 +150,4 @@ class token_history {
   std::vector<seq_history> seqs_;  // [n_seq_max]
 };
 
-}  // namespace mnemo
+}  // namespace mnemo::memory
