@@ -1,13 +1,14 @@
 // The metadata of one cell array (a stream): per cell its position, owner set and
-// pending shift; per sequence the multiset of positions it holds (spec/memory.md
-// §2.1). Every mutation goes through these methods so the derived data stay exact.
+// pending shift; per sequence the multiset of positions it holds (seq_pos_min / max
+// answer from it). Every mutation goes through these methods so the derived data stay
+// exact.
 //
 // The sequence operations that touch many cells (seq_rm, seq_cp, seq_keep, seq_add,
 // seq_div, defragmentation) are methods here too: they change the cells in one pass
 // and then each affected multiset once, by whole runs of positions, instead of an
-// update per cell. Measured on 48k used cells of 64k (bench_memory, docs/performance.md
-// "Sequence operations and state"): seq_keep 1.1 ms -> 45 us, seq_cp of 12k cells
-// 491 -> 85 us; what is left is mostly the scan of the cells (~19 us).
+// update per cell, because an update per cell made the sequence operations of a large
+// cache cost a sizeable part of a decode step; what is left is mostly the scan of the
+// cells (docs/performance.md, "Memory").
 #pragma once
 
 #include <algorithm>
@@ -107,7 +108,7 @@ class cell_array {
   }
 
   /// Moves cell i to position p (a pending shift of p - old is recorded);
-  /// a negative p empties the cell (spec §1.3 seq_add). Returns whether it emptied.
+  /// a negative p empties the cell (as seq_add does). Returns whether it emptied.
   bool move(std::size_t i, pos_t p) {
     MNEMO_DASSERT(!empty(i));
     const pos_t old = pos_[i];
@@ -161,7 +162,7 @@ class cell_array {
     used_max_p1_ = std::max(used_max_p1_, to + 1);
   }
 
-  // ---- sequence operations (spec §1.3): cells in one pass, multisets by runs ---------
+  // ---- sequence operations: cells in one pass, multisets by runs -------------------
 
   /// seq_rm: removes s (every sequence when s < 0) from the cells at positions in r;
   /// cells left without owner become free. Returns the lowest cell freed, or size().

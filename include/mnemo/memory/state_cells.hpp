@@ -70,7 +70,7 @@ status get_unified_cells(byte_reader& r, const kv_storage<KE, VE>& kv, std::size
                        max_cells);
   out.pos.assign(n, -1);
   out.owners.assign(n, seq_set{});
-  // A sequence's state names its source sequence, which dest replaces (T67).
+  // A sequence's state names its source sequence, which dest replaces.
   const seq_id id_limit = dest >= 0 ? k_max_seq : n_seq_max;
   for (std::uint32_t i = 0; i < n; ++i) {
     std::uint32_t k = 0;

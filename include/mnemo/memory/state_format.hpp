@@ -1,7 +1,7 @@
 // The state file format shared by every memory strategy: a fixed little-endian
 // header that says what wrote it (strategy, model shape, K/V element types, RoPE
 // of the cached keys), then a payload guarded by its length and a 64-bit checksum.
-// Readers check everything before they change anything (spec §8.5 LIB).
+// Readers check everything before they change anything (docs/memory.md, "State files").
 //
 //   u32 magic 'MNMS'  u16 version  u16 strategy  i32 seq (-1: whole memory)
 //   u32 n_layer  u32 n_head_kv  u32 d_k  u32 d_v  u32 k_type  u32 v_type (ggml ids)
@@ -87,8 +87,8 @@ state_header memory_state_header(strategy_id id, std::int32_t seq, const M& m,
 /// four lanes, each lane h = ((h ^ w) * P) ^ (>> 32) (a bijection per word, so any
 /// single damaged word changes its lane); tail bytes go to lane 0 one by one; the
 /// lanes and the length are folded with a multiply-xorshift. Four independent
-/// multiply chains run at ~8 bytes per cycle; byte-wise FNV-1a, the first choice,
-/// spent 80% of saving a 48 MiB sequence in its one serial multiply per byte.
+/// multiply chains run at ~8 bytes per cycle, where a byte-wise hash (FNV-1a) waits on
+/// one serial multiply per byte and would dominate the cost of saving a state.
 inline std::uint64_t checksum64(std::span<const std::uint8_t> d, std::uint64_t seed = 0) noexcept {
   constexpr std::uint64_t P = 0x9e3779b97f4a7c15ull, M = 0xff51afd7ed558ccdull;
   std::uint64_t h[4] = {seed ^ 0x243f6a8885a308d3ull, seed ^ 0x13198a2e03707344ull,

@@ -23,7 +23,7 @@ struct ubatch_tokens {
 };
 
 /// A half-open position range [p0, p1) with llama.cpp's conventions: a negative p0
-/// means 0 and a negative p1 means "to the end" (spec §1.2).
+/// means 0 and a negative p1 means "to the end" (docs/memory.md, "Ranges").
 struct pos_range {
   pos_t p0, p1;
   static constexpr pos_range of(pos_t p0, pos_t p1) noexcept {

@@ -92,7 +92,7 @@ class full_cache : public cell_store<KE, VE> {
   }
 
   /// dst holds exactly src's cells in [p0, p1) afterwards (its own cells in that
-  /// range are dropped first; llama.cpp keeps them, T07), sharing them with src.
+  /// range are dropped first; llama.cpp keeps them), sharing them with src.
   status seq_cp(seq_id src, seq_id dst, pos_t p0, pos_t p1) {
     MNEMO_RETURN_IF_ERROR(check_seq_cp(src, dst, p0, p1));
     if (src != dst) this->copy_seq(src, dst, pos_range::of(p0, p1));
@@ -108,7 +108,7 @@ class full_cache : public cell_store<KE, VE> {
 
   /// Adds delta to the positions of s in [p0, p1). Cells whose position becomes
   /// negative are freed. A cell s shares with other sequences is copied first, so
-  /// the others keep their positions (D-18); no_space when there is no room for
+  /// the others keep their positions (docs/full-cache.md); no_space when there is no room for
   /// the copies (nothing changed). The keys are re-rotated by update().
   status seq_add(seq_id s, pos_t p0, pos_t p1, pos_t delta) {
     MNEMO_RETURN_IF_ERROR(check_seq_add(s, p0, p1, delta));
@@ -118,7 +118,7 @@ class full_cache : public cell_store<KE, VE> {
   }
 
   /// Divides the positions of s in [p0, p1) by d (integer division); the pending
-  /// shift is new - old (D-1).
+  /// shift is new - old (llama.cpp records it with the opposite sign).
   status seq_div(seq_id s, pos_t p0, pos_t p1, int d) {
     MNEMO_RETURN_IF_ERROR(check_seq_div(s, p0, p1, d));
     const pos_range r = pos_range::of(p0, p1);

@@ -43,7 +43,7 @@ status full_cache_parse(const full_cache<KE, VE>& c, std::span<const std::uint8_
 
 /// Writes the state of sequence s, or of the whole cache when s == -1, into `out`
 /// (its capacity is reused). Pending shifts are applied first, so the keys in the
-/// file match their positions (D-6).
+/// file match their positions (llama.cpp writes keys that are still to be re-rotated).
 template <class KE, class VE>
 status state_write(full_cache<KE, VE>& c, seq_id s, std::vector<std::uint8_t>& out) {
   MNEMO_RETURN_IF_ERROR(check_state_write(s, c.config().n_seq_max, c.in_batch()));

@@ -1,12 +1,12 @@
 // The recurrent strategy: one state slot per sequence, holding per layer the conv
 // state [d_inner, d_conv - 1] and the SSM state [d_inner, d_state] of a Mamba-style
-// layer, f32 (spec/memory.md §5). Deviations from llama.cpp (LIB in the spec):
-//  - seq_cp copies the bytes: no shared cells, so no copy-on-write and no D-18;
+// layer, f32 (docs/recurrent.md). Deviations from llama.cpp:
+//  - seq_cp copies the bytes: no shared cells, so no copy-on-write;
 //  - a removal that cannot be represented (a prefix or middle of the history, a
 //    suffix with no checkpoint at its start) is an error status, never a silent
-//    no-op (§5.4, §6.2, D-16); a rollback restores a saved state, so rolling back
-//    twice or a whole decode reads the right bytes (D-13, T57, T58);
-//  - a failed batch is undone byte for byte (D-15): apply() saves each sequence's
+//    no-op; a rollback restores a saved state, so rolling back
+//    twice or a whole decode reads the right bytes;
+//  - a failed batch is undone byte for byte: apply() saves each sequence's
 //    state before the micro-batch can change it.
 // Checkpoints: each apply() records the state a sequence had before the micro-batch
 // (its position = the last absorbed token); commit() moves them into a bounded ring
@@ -74,7 +74,7 @@ class recurrent {
   std::size_t state_bytes() const noexcept { return slot_floats_ * sizeof(float); }
   bool can_shift() const noexcept { return true; }  // positions only, no data to rotate
   /// Equal splits, sequential: every micro-batch has the same number of tokens per
-  /// sequence and one sequence set per group (spec §5.6).
+  /// sequence and one sequence set per group, because each group advances one state.
   static equal_split split_strategy(std::uint32_t n_ubatch) noexcept { return {n_ubatch, true, 0}; }
 
   pos_t seq_pos_min(seq_id s) const noexcept { return valid(s) ? pos_[idx(s)] : -1; }
@@ -122,7 +122,7 @@ class recurrent {
   /// the checkpoint taken after token p0 - 1.
   status seq_rm(seq_id s, pos_t p0, pos_t p1);
   /// dst gets src's state as it was after position min(P_src, p1 - 1): the current
-  /// state, or a checkpoint. An empty src empties dst (T52). The range must start at 0.
+  /// state, or a checkpoint. An empty src empties dst. The range must start at 0.
   status seq_cp(seq_id src, seq_id dst, pos_t p0, pos_t p1);
   status seq_keep(seq_id s);
   /// Moves s's position (and its checkpoints' positions) in [p0, p1) by delta. The
@@ -143,9 +143,9 @@ class recurrent {
 
   // ---- planning and transactions ---------------------------------------------------
 
-  /// Checks every micro-batch before anything changes: one sequence per token (T54),
-  /// ids below n_seq_max (T50), each sequence's tokens contiguous in a micro-batch and
-  /// its positions continuing its state one by one (T55).
+  /// Checks every micro-batch before anything changes: one sequence per token, ids
+  /// below n_seq_max, each sequence's tokens contiguous in a micro-batch and its
+  /// positions continuing its state one by one (a state absorbs tokens in order).
   status prepare(std::span<const ubatch_tokens> ubatches) {
     if (!pending_.empty())
       return check_not_in_batch(true, "prepare");  // an unapplied plan is replaced
@@ -167,7 +167,7 @@ class recurrent {
           return make_status(status_code::invalid_argument,
                              "prepare: token %u of micro-batch %zu belongs to %d sequences; a "
                              "recurrent memory needs exactly one (decode a shared prefix once "
-                             "and seq_cp it, T54)",
+                             "and seq_cp it)",
                              j, u, set.count());
         MNEMO_RETURN_IF_ERROR(check_seq(s, cfg_.n_seq_max, "prepare"));
         if (gs.empty() || gs.back().seq != s) {
@@ -183,7 +183,7 @@ class recurrent {
         if (ub.pos[j] != p + 1)
           return make_status(status_code::invalid_argument,
                              "prepare: sequence %d continues at position %d, token %u of "
-                             "micro-batch %zu is at %d (T55)",
+                             "micro-batch %zu is at %d",
                              s, p + 1, j, u, ub.pos[j]);
         p = ub.pos[j];
       }

@@ -25,7 +25,7 @@ inline status recurrent::check_seq_rm(seq_id s, pos_t p0, pos_t p1) const {
     if (all) return {};
     return make_status(status_code::unsupported,
                        "seq_rm: a recurrent state holds its whole history; for every "
-                       "sequence only the full range can be removed (T49)");
+                       "sequence only the full range can be removed");
   }
   const pos_t P = pos_[idx(s)];
   if (P < 0 || r.p0 > P) return {};      // nothing held in the range
@@ -78,7 +78,7 @@ inline status recurrent::check_seq_div(seq_id s, pos_t p0, pos_t p1, int d) cons
   return check_shift(s, p0, p1, "seq_div", [d](pos_t p) { return std::int64_t{p} / d; });
 }
 
-/// Only the last position counts (T53): the new one must be a position.
+/// Only the last position counts (the state holds no other): the new one must be a position.
 template <class NewPos>
 status recurrent::check_shift(seq_id s, pos_t p0, pos_t p1, const char* op, NewPos new_pos) const {
   MNEMO_RETURN_IF_ERROR(check_seq(s, cfg_.n_seq_max, op));

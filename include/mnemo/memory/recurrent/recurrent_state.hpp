@@ -72,7 +72,7 @@ inline status recurrent_parse(const recurrent& m, std::span<const std::uint8_t> 
   st.ids.assign(n, -1);
   st.pos.assign(n, -1);
   seq_set seen;
-  // A per-sequence state names its source, which dest replaces (T67).
+  // A per-sequence state names its source, which dest replaces.
   const seq_id id_limit = dest >= 0 ? k_max_seq : cfg.n_seq_max;
   for (std::uint32_t i = 0; i < n; ++i) {
     r.get(st.ids[i]);
@@ -102,7 +102,7 @@ inline status state_check(const recurrent& m, std::span<const std::uint8_t> data
 }
 
 /// Loads a state from state_write: a whole state into the whole memory (dest == -1),
-/// or a per-sequence state into sequence dest (an empty one clears dest, T68). Every
+/// or a per-sequence state into sequence dest (an empty one clears dest). Every
 /// check runs before any change: on failure the memory is exactly as it was.
 inline status state_read(recurrent& m, std::span<const std::uint8_t> data, seq_id dest = -1) {
   detail::recurrent_state st;

@@ -92,8 +92,8 @@ class sliding_window : public cell_store<KE, VE> {
   /// The attention parameters' window part for the layers of this memory.
   attention::window_kind window() const noexcept { return cfg_.window; }
   pos_t n_swa() const noexcept { return cfg_.n_swa; }
-  /// Whether every shift is safe: nothing can be forgotten (swa_full, or n_ctx cells;
-  /// T31). seq_add / seq_div still decide exactly, shift by shift.
+  /// Whether every shift is safe: nothing can be forgotten (swa_full, or n_ctx cells).
+  /// seq_add / seq_div still decide exactly, shift by shift.
   bool can_shift() const noexcept {
     return cfg_.shift_supported && (cfg_.swa_full || size() >= cfg_.n_ctx);
   }

@@ -29,7 +29,7 @@ struct window_state {
 }  // namespace detail
 
 /// Writes the state of sequence s, or of the whole memory (s == -1), into `out`.
-/// Pending shifts are applied first (D-6).
+/// Pending shifts are applied first, so the keys in a file match their positions.
 template <class KE, class VE>
 status state_write(sliding_window<KE, VE>& c, seq_id s, std::vector<std::uint8_t>& out) {
   const auto& cfg = c.config();

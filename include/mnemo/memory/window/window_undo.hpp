@@ -4,7 +4,7 @@
 // overwrites, and the per-sequence horizons: rollback() then restores the memory
 // exactly, forgotten tokens included (they are forgotten only when the batch commits).
 // Planning uses the same log without rows: prepare() places every micro-batch for
-// real and undoes it (spec §2.3 dry run, without D-5's leaking purge).
+// real and undoes it (a dry run that, unlike llama.cpp's, purges nothing for good).
 #pragma once
 
 #include <cstddef>
