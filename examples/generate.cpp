@@ -18,9 +18,8 @@
 #include <vector>
 
 #include "common/cli.hpp"
-#include "common/memory_factory.hpp"
 
-#include "mnemo/model/llama.hpp"
+#include "mnemo/engine/engine.hpp"
 #include "mnemo/sampling.hpp"
 #include "mnemo/text/decoder.hpp"
 #include "mnemo/text/tokenizer.hpp"
@@ -106,8 +105,7 @@ struct timings {
   double t_prompt = 0, t_generate = 0;
 };
 
-template <class Context>
-status generate(Context& ctx, const options& o, const std::vector<token_id>& prompt,
+status generate(engine& ctx, const options& o, const std::vector<token_id>& prompt,
                 const text::tokenizer* tok, timings& t) {
   MNEMO_ASSIGN_OR_RETURN(sampler smp, sampler::make(o.sampling));
   // The prompt, in calls of at most n_batch tokens; logits only for its last token.
@@ -159,12 +157,8 @@ int main(int argc, char** argv) {
   options o;
   if (!parse_args(argc, argv, o)) return usage();
   mnemo_examples::apply_process_settings(o.rt);
-  auto m = model::llama_model::open(o.model, mnemo_examples::file_access(o.rt));
-  if (!m.is_ok()) {
-    std::fprintf(stderr, "generate: %s\n", m.error().to_string().c_str());
-    return 1;
-  }
-  auto tok = text::tokenizer::from_gguf(m->file());
+  // The prompt decides the context size, so it is read before the engine opens.
+  auto tok = text::tokenizer::open(o.model);
   if (!tok.is_ok() && o.prompt) {
     std::fprintf(stderr, "generate: %s\n", tok.error().to_string().c_str());
     return 1;
@@ -196,10 +190,21 @@ int main(int argc, char** argv) {
   std::uint32_t n_ctx = o.rt.n_ctx;
   if (n_ctx == 0)
     n_ctx = (static_cast<std::uint32_t>(prompt.size()) + o.n_predict + 255) / 256 * 256;
+  engine_options eo;
+  eo.memory = parse_memory_kind(o.rt.memory).value_or(memory_kind::automatic);
+  eo.kv = parse_kv_type(o.rt.kv).value_or(kv_type::f16);  // both checked by the parser
+  eo.n_ctx = n_ctx;
+  eo.n_ubatch = o.rt.n_ubatch;
+  eo.n_batch = o.rt.n_batch;
+  eo.n_threads = eo.n_threads_batch = o.rt.threads;
+  eo.use_mmap = !o.rt.no_mmap;
+  auto e = engine::open(o.model, eo);
+  if (!e.is_ok()) {
+    std::fprintf(stderr, "\ngenerate: %s\n", e.error().to_string().c_str());
+    return 1;
+  }
   timings t;
-  const status st = mnemo_examples::with_context(*m, o.rt, 1, n_ctx, [&](auto& ctx) {
-    return generate(ctx, o, prompt, tok.is_ok() ? &*tok : nullptr, t);
-  });
+  const status st = generate(*e, o, prompt, e->tokenizer(), t);
   if (!st) {
     std::fprintf(stderr, "\ngenerate: %s\n", st.to_string().c_str());
     return 1;

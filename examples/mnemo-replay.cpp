@@ -1,6 +1,6 @@
-// mnemo-replay: runs a scenario in the fixtures' JSON format through a model (picked
-// by the GGUF's general.architecture: k_architectures below), a memory strategy and
-// mnemo::context, and writes the logits in the fixtures' .bin format (f32
+// mnemo-replay: runs a scenario in the fixtures' JSON format through mnemo::engine (the
+// model picked by the GGUF's general.architecture, the memory and K/V type by the
+// options), and writes the logits in the fixtures' .bin format (f32
 // little-endian, one n_vocab row per token, in call order).
 //
 //   mnemo-replay MODEL.gguf SCENARIO.json OUT.bin [--memory full|split|iswa|iswa-split]
@@ -14,8 +14,9 @@
 // `full` is one full cache for every layer (the window is a mask only) and `iswa` the
 // interleaved composite: global layers on a full cache of --ctx cells, local layers on
 // a sliding window of pad(n_swa * 4 + --ubatch, 256) cells; `iswa-split` is split streams
-// on every layer: --ctx cells per sequence for global layers, a window of
+// on every layer: --ctx / 4 cells per sequence for global layers, a window of
 // pad(n_swa + --ubatch, 256) cells per sequence for local ones (gemma3_model::make_iswa_split).
+// Four sequences; --ctx counts the cells of all of them (split: --ctx / 4 per stream).
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -25,18 +26,10 @@
 #include <string_view>
 #include <vector>
 
-#include "common/memory_factory.hpp"
 #include "common/scenario.hpp"
 
-#include "mnemo/context.hpp"
-#include "mnemo/memory/full_cache.hpp"
-#include "mnemo/memory/layered.hpp"
-#include "mnemo/memory/recurrent.hpp"
-#include "mnemo/memory/split_stream.hpp"
-#include "mnemo/model/gemma3.hpp"
-#include "mnemo/model/jamba.hpp"
-#include "mnemo/model/llama.hpp"
-#include "mnemo/model/mamba.hpp"
+#include "mnemo/engine/engine.hpp"
+#include "mnemo/gguf/file.hpp"
 
 namespace {
 
@@ -52,8 +45,7 @@ struct options {
   double tol = 0;
 };
 
-/// The memory strategies this build offers; a new one adds a name here and, for llama,
-/// a memory_maker in common/memory_factory.hpp.
+/// The memory strategies replay offers (engine names; see memory_for for mamba and jamba).
 constexpr std::string_view k_memories[] = {"full", "split", "iswa", "iswa-split"};
 constexpr std::string_view k_kv_types[] = {"f32", "f16", "bf16", "q8_0", "q4_0"};
 
@@ -137,136 +129,39 @@ bool parse_args(int argc, char** argv, options& o) {
   return true;
 }
 
-template <class Model, class Memory>
-status run_context(const Model& m, Memory mem, const options& o, const mnemo_examples::scenario& sc,
-                   std::vector<float>& logits) {
-  context_params p;
-  p.n_ubatch = o.n_ubatch;
-  p.n_seq_max = 4;
-  p.n_threads = o.threads;
-  MNEMO_ASSIGN_OR_RETURN(auto ctx, (context<Model, Memory>::make(m, std::move(mem), p)));
-  return mnemo_examples::run_scenario(ctx, sc, logits);
+/// --memory in the engine's names: mamba's layers always keep recurrent state (the
+/// option is ignored), and for jamba it names the attention layers' memory beside it.
+result<memory_kind> memory_for(std::string_view arch, const std::string& name) {
+  if (arch == "mamba") return memory_kind::automatic;
+  if (arch == "jamba" && name == "full") return memory_kind::hybrid;
+  if (arch == "jamba" && name == "split") return memory_kind::hybrid_split;
+  return parse_memory_kind(name);
 }
 
-/// llama: --memory full or split x --kv, through the examples' memory factory.
-status run(const model::llama_model& m, const options& o, const mnemo_examples::scenario& sc,
-           std::vector<float>& logits) {
-  mnemo_examples::runtime_options rt;
-  rt.memory = o.memory;
-  rt.kv = o.kv;
-  rt.threads = o.threads;
-  rt.n_ubatch = o.n_ubatch;
-  rt.n_batch = 0;  // each scenario call is decoded whole
-  return mnemo_examples::with_context(
-      m, rt, 4, o.n_ctx, [&](auto& ctx) { return mnemo_examples::run_scenario(ctx, sc, logits); });
-}
-
-status run(const model::mamba_model& m, const options& o, const mnemo_examples::scenario& sc,
-           std::vector<float>& logits) {
-  MNEMO_ASSIGN_OR_RETURN(auto mem, memory::recurrent::make(m.recurrent_config(4)));
-  return run_context(m, std::move(mem), o, sc, logits);
-}
-
-/// jamba: attention layers on --memory (full or split, K/V f32 or f16), Mamba layers on
-/// memory::recurrent, through the per-layer composite.
-template <class KV>
-status run_hybrid(const model::jamba_model& m, KV kv, const options& o,
-                  const mnemo_examples::scenario& sc, std::vector<float>& logits) {
-  using mem_t = memory::layered<KV, memory::recurrent>;
-  MNEMO_ASSIGN_OR_RETURN(auto rec, memory::recurrent::make(m.recurrent_config(4)));
-  MNEMO_ASSIGN_OR_RETURN(mem_t mem,
-                         mem_t::make(m.layer_parts(0, 1), std::move(kv), std::move(rec)));
-  return run_context(m, std::move(mem), o, sc, logits);
-}
-template <class KE>
-status run_jamba(const model::jamba_model& m, const options& o, const mnemo_examples::scenario& sc,
-                 std::vector<float>& logits) {
-  if (o.memory == "split") {
-    MNEMO_ASSIGN_OR_RETURN(auto kv,
-                           memory::split_stream<KE>::make(m.split_stream_config(o.n_ctx, 4)));
-    return run_hybrid(m, std::move(kv), o, sc, logits);
+/// Opens the model through mnemo::engine (the architecture, memory and K/V type picked
+/// at run time) and replays the scenario; n_vocab is set before the run.
+status replay(const options& o, const mnemo_examples::scenario& sc, std::vector<float>& logits,
+              std::uint32_t& n_vocab) {
+  std::string arch;
+  {
+    MNEMO_ASSIGN_OR_RETURN(gguf::file file, gguf::file::open(o.model));
+    MNEMO_ASSIGN_OR_RETURN(std::string_view a, file.get_string("general.architecture"));
+    arch = a;
   }
-  MNEMO_ASSIGN_OR_RETURN(auto kv, memory::full_cache<KE>::make(m.full_cache_config(o.n_ctx, 4)));
-  return run_hybrid(m, std::move(kv), o, sc, logits);
-}
-status run(const model::jamba_model& m, const options& o, const mnemo_examples::scenario& sc,
-           std::vector<float>& logits) {
-  if (o.kv == "f16") return run_jamba<dtype::f16>(m, o, sc, logits);
-  if (o.kv != "f32")
-    return make_status(status_code::unsupported, "jamba: --kv %s (this build has f32, f16)",
-                       o.kv.c_str());
-  return run_jamba<float>(m, o, sc, logits);
-}
-
-/// gemma3: `full` (one full cache, the window as a mask) or `iswa` (the composite).
-template <class KE>
-status run_gemma3(const model::gemma3_model& m, const options& o,
-                  const mnemo_examples::scenario& sc, std::vector<float>& logits) {
-  if (o.memory == "iswa") {
-    MNEMO_ASSIGN_OR_RETURN(auto mem, m.make_iswa<KE>(o.n_ctx, 4, o.n_ubatch));
-    return run_context(m, std::move(mem), o, sc, logits);
-  }
-  if (o.memory == "iswa-split") {  // split streams on every layer, per-stream windows
-    MNEMO_ASSIGN_OR_RETURN(auto mem, m.template make_iswa_split<KE>(o.n_ctx, 4, o.n_ubatch));
-    return run_context(m, std::move(mem), o, sc, logits);
-  }
-  if (o.memory == "full") {
-    MNEMO_ASSIGN_OR_RETURN(auto mem, memory::full_cache<KE>::make(m.full_cache_config(o.n_ctx, 4)));
-    return run_context(m, std::move(mem), o, sc, logits);
-  }
-  return make_status(status_code::unsupported,
-                     "gemma3: --memory %s (this build has full, iswa, iswa-split)",
-                     o.memory.c_str());
-}
-status run(const model::gemma3_model& m, const options& o, const mnemo_examples::scenario& sc,
-           std::vector<float>& logits) {
-  if (o.kv == "f16") return run_gemma3<dtype::f16>(m, o, sc, logits);
-  if (o.kv != "f32")
-    return make_status(status_code::unsupported, "gemma3: --kv %s (this build has f32, f16)",
-                       o.kv.c_str());
-  return run_gemma3<float>(m, o, sc, logits);
-}
-
-/// Loads the model of one architecture and replays the scenario; n_vocab is set
-/// before the run (the scenario's n_vocab is checked against it).
-template <class Model>
-status replay_with(gguf::file file, const options& o, const mnemo_examples::scenario& sc,
-                   std::vector<float>& logits, std::uint32_t& n_vocab) {
-  MNEMO_ASSIGN_OR_RETURN(Model m, Model::load(std::move(file)));
-  n_vocab = m.n_vocab();
+  engine_options eo;
+  MNEMO_ASSIGN_OR_RETURN(eo.memory, memory_for(arch, o.memory));
+  MNEMO_ASSIGN_OR_RETURN(eo.kv, parse_kv_type(o.kv));
+  eo.n_ctx = o.n_ctx;
+  eo.n_seq_max = 4;
+  eo.n_ubatch = o.n_ubatch;
+  eo.n_threads = eo.n_threads_batch = o.threads;
+  MNEMO_ASSIGN_OR_RETURN(engine e, engine::open(o.model, eo));
+  n_vocab = e.n_vocab();
   if (sc.n_vocab != 0 && sc.n_vocab != n_vocab)
     return make_status(status_code::invalid_argument,
                        "the scenario expects n_vocab %u, the model has %u", sc.n_vocab, n_vocab);
   logits.reserve(sc.n_rows() * n_vocab);
-  return run(m, o, sc, logits);
-}
-
-/// The architectures this replay runs, by general.architecture; a new one adds a row.
-struct architecture {
-  std::string_view name;
-  status (*replay)(gguf::file, const options&, const mnemo_examples::scenario&, std::vector<float>&,
-                   std::uint32_t&);
-};
-constexpr architecture k_architectures[] = {
-    {"llama", replay_with<model::llama_model>},
-    {"mamba", replay_with<model::mamba_model>},
-    {"jamba", replay_with<model::jamba_model>},
-    {"gemma3", replay_with<model::gemma3_model>},
-};
-
-status replay(const options& o, const mnemo_examples::scenario& sc, std::vector<float>& logits,
-              std::uint32_t& n_vocab) {
-  MNEMO_ASSIGN_OR_RETURN(gguf::file file, gguf::file::open(o.model));
-  MNEMO_ASSIGN_OR_RETURN(std::string_view arch, file.get_string("general.architecture"));
-  const std::string name(arch);
-  for (const architecture& a : k_architectures)
-    if (a.name == name)
-      return a.replay(std::move(file), o, sc, logits, n_vocab).with_context(o.model);
-  std::string known;
-  for (const architecture& a : k_architectures)
-    known += (known.empty() ? "" : ", ") + std::string(a.name);
-  return make_status(status_code::unsupported, "%s: architecture '%s' is not supported (%s)",
-                     o.model.c_str(), name.c_str(), known.c_str());
+  return mnemo_examples::run_scenario(e, sc, logits).with_context(o.model);
 }
 
 int compare(const std::string& path, const std::vector<float>& ours, std::size_t n_vocab,

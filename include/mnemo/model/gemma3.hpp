@@ -37,6 +37,7 @@
 #include "mnemo/memory/split_stream.hpp"
 #include "mnemo/memory/split_window.hpp"
 #include "mnemo/model/decoder_blocks.hpp"
+#include "mnemo/model/forward_hooks.hpp"
 #include "mnemo/model/gemma3_hparams.hpp"
 #include "mnemo/model/layers.hpp"
 #include "mnemo/model/matmul.hpp"
@@ -59,7 +60,7 @@ struct gemma3_layer {
 };
 
 /// Activations of one micro-batch of up to n_ubatch tokens, reused by every call.
-class gemma3_workspace {
+class gemma3_workspace : public forward_hooks {
  public:
   std::uint32_t n_ubatch() const noexcept { return a_.n_ubatch; }
   /// [n_outputs, n_vocab] soft-capped logits of the last forward(), output tokens in
@@ -242,6 +243,7 @@ class gemma3_model {
 
     const attention::shape sh = d.attention_shape();
     for (std::size_t l = 0; l < hp_.n_layer; ++l) {
+      MNEMO_RETURN_IF_ERROR(ws.between_layers("gemma3", l));
       const gemma3_layer& L = layers_[l];
       const float* rope = hp_.local(l) ? ws.rope_loc_.data() : ws.rope_glb_.data();
       // Attention block: h = norm(x); q, k, v = W h; q, k: per-head norm, then rope;

@@ -29,6 +29,7 @@
 #include "mnemo/memory/concepts.hpp"
 #include "mnemo/memory/full_cache.hpp"
 #include "mnemo/model/decoder_blocks.hpp"
+#include "mnemo/model/forward_hooks.hpp"
 #include "mnemo/model/layers.hpp"
 #include "mnemo/model/llama_hparams.hpp"
 #include "mnemo/model/matmul.hpp"
@@ -51,7 +52,7 @@ struct llama_layer {
 
 /// Activations of one micro-batch of up to n_ubatch tokens, reused by every call
 /// (a warm decode allocates nothing).
-class llama_workspace {
+class llama_workspace : public forward_hooks {
  public:
   std::uint32_t n_ubatch() const noexcept { return a_.n_ubatch; }
   /// [n_outputs, n_vocab] logits of the last forward(), its output tokens in
@@ -141,6 +142,7 @@ class llama_model {
     const attention::shape sh = d.attention_shape();
     const attention::params ap = hp_.attention_params();
     for (std::size_t l = 0; l < hp_.n_layer; ++l) {
+      MNEMO_RETURN_IF_ERROR(ws.between_layers("llama", l));
       const llama_layer& L = layers_[l];
       // Attention block: h = norm(x); q, k, v = W h; rope(q, k); x += Wo attend(q, K, V).
       norm_rows<Isa>(x, L.attn_norm.data(), h, n, E, hp_.rms_eps);
