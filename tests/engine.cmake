@@ -1,5 +1,6 @@
 # The engine and its C API (they link mnemo::c, so they are not in the tests/*/ glob):
 #   test_engine_engine  GoogleTest: the handle against the compile-time context
+#   engine.header_hygiene  engine.hpp reads no model and no memory strategy
 #   test_engine_c_api   a C program (compiled as C) over include/mnemo/c/mnemo.h
 #   engine.python.*     examples/python/mnemo_ctypes.py through ctypes: text generation,
 #                       and a fixture scenario whose logits must equal mnemo-replay's
@@ -13,6 +14,12 @@ target_link_libraries(test_engine_engine PRIVATE mnemo::c GTest::gtest GTest::gt
 target_compile_definitions(test_engine_engine PRIVATE MNEMO_FIXTURES_DIR="${MNEMO_FIXTURES_DIR}")
 mnemo_strict(test_engine_engine)
 gtest_discover_tests(test_engine_engine DISCOVERY_TIMEOUT 60 PROPERTIES LABELS engine)
+
+add_test(NAME engine.header_hygiene
+         COMMAND "${CMAKE_COMMAND}" "-DCXX=${CMAKE_CXX_COMPILER}"
+                 "-DINCLUDE=${PROJECT_SOURCE_DIR}/include" "-DWORK=${CMAKE_CURRENT_BINARY_DIR}"
+                 -P "${CMAKE_CURRENT_LIST_DIR}/engine/header_hygiene.cmake")
+set_tests_properties(engine.header_hygiene PROPERTIES LABELS engine)
 
 include(CheckLanguage)
 check_language(C)

@@ -6,8 +6,6 @@
 // Every C entry point turns a status into its code and keeps the message for
 // mnemo_last_error(); with exceptions enabled, anything thrown (std::bad_alloc) stops
 // here and comes back as MNEMO_INTERNAL.
-#include "mnemo/c/mnemo.h"
-
 #include <cstdlib>
 #include <cstring>
 #include <optional>
@@ -15,6 +13,7 @@
 #include <vector>
 
 #include "mnemo/base/parallel.hpp"
+#include "mnemo/c/mnemo.h"
 #include "mnemo/engine/engine.hpp"
 #include "mnemo/engine/open.hpp"
 #include "mnemo/sampling.hpp"
@@ -199,8 +198,8 @@ void mnemo_set_abort_callback(mnemo_engine* e, mnemo_abort_fn fn, void* user) {
   e->callbacks.abort = fn;
   e->callbacks.abort_user = user;
   mnemo::context_hooks h = e->e.options().hooks;
-  h.abort = fn != nullptr ? mnemo::abort_callback{call_c_abort, &e->callbacks}
-                          : mnemo::abort_callback{};
+  h.abort =
+      fn != nullptr ? mnemo::abort_callback{call_c_abort, &e->callbacks} : mnemo::abort_callback{};
   e->e.set_hooks(h);
 }
 
@@ -250,11 +249,12 @@ int mnemo_decode(mnemo_engine* e, const mnemo_token* tokens, const mnemo_pos* po
       return null_argument("mnemo_decode");
     mnemo::batch b;
     for (size_t i = 0; i < n; ++i) {
-      // A sequence id outside [0, 64) cannot enter a seq_set: let validation name it.
+      // An id outside [0, k_max_seq) cannot enter a seq_set (the batch asserts on it);
+      // ids inside it but beyond n_seq_max are named by the decode's validation.
       if (seq[i] < 0 || seq[i] >= mnemo::k_max_seq)
-        return fail(MNEMO_OUT_OF_RANGE,
-                    ("out of range: mnemo_decode: token " + std::to_string(i) + " has sequence id " +
-                     std::to_string(seq[i]))
+        return fail(MNEMO_INVALID_ARGUMENT,
+                    ("invalid argument: mnemo_decode: token " + std::to_string(i) +
+                     ": invalid sequence id " + std::to_string(seq[i]))
                         .c_str());
       b.add(tokens[i], pos[i], {seq[i]}, output != nullptr ? output[i] != 0 : i + 1 == n);
     }
@@ -346,9 +346,8 @@ int mnemo_state_write(mnemo_engine* e, mnemo_seq s, uint8_t** data, size_t* size
 }
 int mnemo_state_read(mnemo_engine* e, const uint8_t* data, size_t size, mnemo_seq dest) {
   if (e == nullptr || (data == nullptr && size > 0)) return null_argument("mnemo_state_read");
-  return guarded([&] {
-    return report(e->e.state_read(std::span<const std::uint8_t>(data, size), dest));
-  });
+  return guarded(
+      [&] { return report(e->e.state_read(std::span<const std::uint8_t>(data, size), dest)); });
 }
 void mnemo_free(void* p) { std::free(p); }
 

@@ -23,7 +23,11 @@ using cache_t = memory::full_cache<float>;
 using ctx_t = context<model::llama_model, cache_t>;
 
 const model::llama_model& tiny() {
-  static auto m = mnemo_test::make_tiny_llama({.n_layer = 3});
+  static auto m = [] {
+    mnemo_test::tiny_llama_spec spec;
+    spec.n_layer = 3;
+    return mnemo_test::make_tiny_llama(spec);
+  }();
   EXPECT_TRUE(m.is_ok()) << m.error().to_string();
   return *m;
 }
@@ -52,6 +56,12 @@ batch seq_batch(std::size_t n, seq_id s, pos_t p0, std::uint64_t seed) {
   return b;
 }
 
+context_hooks abort_hooks(abort_callback a) {
+  context_hooks h;
+  h.abort = a;
+  return h;
+}
+
 /// Asks to abort on its n-th call (1-based) and counts every call.
 struct countdown {
   int fire_at = 0;
@@ -75,18 +85,19 @@ TEST(ContextHooks, AbortAtEveryPointLeavesMemoryAsBefore) {
   {
     auto c = make_ctx(params(4));
     ASSERT_TRUE(c.decode(first));
-    c.set_hooks({.abort = {countdown::check, &probe}});
+    c.set_hooks(abort_hooks({countdown::check, &probe}));
     ASSERT_TRUE(c.decode(b));
   }
   ASSERT_EQ(probe.calls, 9) << "abort checks of one decode";
 
   for (int at = 1; at <= probe.calls; ++at) {
-    countdown cd{.fire_at = at};
+    countdown cd;
+    cd.fire_at = at;
     auto c = make_ctx(params(4));
     ASSERT_TRUE(c.decode(first));
     std::vector<std::uint8_t> before, after;
     ASSERT_TRUE(c.state_write(-1, before));
-    c.set_hooks({.abort = {countdown::check, &cd}});
+    c.set_hooks(abort_hooks({countdown::check, &cd}));
     const status st = c.decode(b);
     EXPECT_EQ(st.code(), status_code::aborted) << "abort at check " << at << ": " << st.to_string();
     EXPECT_EQ(c.n_outputs(), 0u) << "abort at check " << at;
@@ -108,8 +119,9 @@ TEST(ContextHooks, AbortAtEveryPointLeavesMemoryAsBefore) {
 TEST(ContextHooks, ProgressReportsEachMicroBatchOfALongBatch) {
   std::vector<float> seen;
   auto c = make_ctx(params(4));
-  c.set_hooks({.progress = {[](float f, void* u) { static_cast<std::vector<float>*>(u)->push_back(f); },
-                            &seen}});
+  context_hooks h;
+  h.progress = {[](float f, void* u) { static_cast<std::vector<float>*>(u)->push_back(f); }, &seen};
+  c.set_hooks(h);
   ASSERT_TRUE(c.decode(seq_batch(10, 0, 0, 3)));
   ASSERT_EQ(seen.size(), 3u);
   EXPECT_FLOAT_EQ(seen[0], 1.0f / 3);
@@ -125,11 +137,13 @@ TEST(ContextHooks, LogSinkHearsOfAFailedDecode) {
     std::vector<std::pair<log_level, std::string>> lines;
   } h;
   auto c = make_ctx(params(4));
-  c.set_hooks({.log = {[](log_level l, const char* m, void* u) {
-                         static_cast<heard*>(u)->lines.emplace_back(l, m);
-                       },
-                       &h}});
-  countdown cd{.fire_at = 2};
+  context_hooks with_log;
+  with_log.log = {
+      [](log_level l, const char* m, void* u) { static_cast<heard*>(u)->lines.emplace_back(l, m); },
+      &h};
+  c.set_hooks(with_log);
+  countdown cd;
+  cd.fire_at = 2;
   context_hooks with_abort = c.params().hooks;
   with_abort.abort = {countdown::check, &cd};
   c.set_hooks(with_abort);

@@ -13,15 +13,15 @@
 
 static int g_passed = 0, g_failed = 0;
 
-#define CHECK(cond)                                                                      \
-  do {                                                                                   \
-    if (cond) {                                                                          \
-      ++g_passed;                                                                        \
-    } else {                                                                             \
-      ++g_failed;                                                                        \
-      fprintf(stderr, "%s:%d: check failed: %s (last error: %s)\n", __FILE__, __LINE__, \
-              #cond, mnemo_last_error());                                                \
-    }                                                                                    \
+#define CHECK(cond)                                                                            \
+  do {                                                                                         \
+    if (cond) {                                                                                \
+      ++g_passed;                                                                              \
+    } else {                                                                                   \
+      ++g_failed;                                                                              \
+      fprintf(stderr, "%s:%d: check failed: %s (last error: %s)\n", __FILE__, __LINE__, #cond, \
+              mnemo_last_error());                                                             \
+    }                                                                                          \
   } while (0)
 
 static int abort_on_call(void* user) {
@@ -127,7 +127,11 @@ int main(int argc, char** argv) {
   CHECK(mnemo_decode(e, &bad_tok, &bad_pos, &seq0, NULL, 1) == MNEMO_INVALID_ARGUMENT);
   CHECK(mnemo_seq_pos_max(e, 0) == N - 1);
   mnemo_seq seq_bad = 70;
-  CHECK(mnemo_decode(e, tok, &bad_pos, &seq_bad, NULL, 1) == MNEMO_OUT_OF_RANGE);
+  CHECK(mnemo_decode(e, tok, &bad_pos, &seq_bad, NULL, 1) == MNEMO_INVALID_ARGUMENT);
+  CHECK(strstr(mnemo_last_error(), "70") != NULL);
+  seq_bad = 300; /* beyond any sequence set: refused before the batch is built */
+  CHECK(mnemo_decode(e, tok, &bad_pos, &seq_bad, NULL, 1) == MNEMO_INVALID_ARGUMENT);
+  CHECK(strstr(mnemo_last_error(), "300") != NULL);
 
   /* Branch: copy sequence 0 into 1, decode the same token in both: the same logits. */
   CHECK(mnemo_seq_cp(e, 0, 1, -1, -1) == MNEMO_OK);

@@ -68,8 +68,13 @@ TEST(Engine, MatchesTheTemplateContextBitForBit) {
   using ctx_t = context<model::llama_model, memory::full_cache<float>>;
   auto cache = memory::full_cache<float>::make(m->full_cache_config(256, 2));
   ASSERT_TRUE(cache.is_ok());
-  auto ctx = ctx_t::make(*m, std::move(cache).value(),
-                         {.n_ubatch = 16, .n_seq_max = 2, .n_threads = 2, .n_threads_batch = 2});
+  auto ctx = ctx_t::make(*m, std::move(cache).value(), [] {
+    context_params p;
+    p.n_ubatch = 16;
+    p.n_seq_max = 2;
+    p.n_threads = p.n_threads_batch = 2;
+    return p;
+  }());
   ASSERT_TRUE(ctx.is_ok()) << ctx.error().to_string();
 
   const std::vector<batch> calls = {seq_batch(prompt(40, 1), 0, 0, true),
@@ -206,7 +211,7 @@ TEST(Engine, AbortLeavesTheMemoryAsBefore) {
   NEED_FIXTURES();
   struct countdown {
     int fire_at, calls = 0;
-  } cd{3};
+  } cd{3, 0};
   engine_options o;
   o.n_ubatch = 8;
   o.n_threads = 2;
@@ -214,11 +219,13 @@ TEST(Engine, AbortLeavesTheMemoryAsBefore) {
   ASSERT_TRUE(e.decode(seq_batch(prompt(10, 9), 0, 0, false)));
   std::vector<std::uint8_t> before, after;
   ASSERT_TRUE(e.state_write(-1, before));
-  e.set_hooks({.abort = {[](void* u) {
-                           auto* c = static_cast<countdown*>(u);
-                           return ++c->calls == c->fire_at;
-                         },
-                         &cd}});
+  context_hooks h;
+  h.abort = {[](void* u) {
+               auto* c = static_cast<countdown*>(u);
+               return ++c->calls == c->fire_at;
+             },
+             &cd};
+  e.set_hooks(h);
   EXPECT_EQ(e.decode(seq_batch(prompt(30, 10), 0, 10, false)).code(), status_code::aborted);
   ASSERT_TRUE(e.state_write(-1, after));
   EXPECT_EQ(after, before);

@@ -72,8 +72,7 @@ inline int physical_core_count(std::span<const int> cpus,
 /// Physical cores available to this process (see the top of this file); at least 1.
 inline int physical_cores_available() {
   const std::vector<int> cpus = available_cpus();
-  if (cpus.empty())
-    return std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  if (cpus.empty()) return std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   return std::max(1, physical_core_count(cpus));
 }
 

@@ -177,8 +177,7 @@ MNEMO_C_API void mnemo_clear(mnemo_engine* e, int data);
  * mnemo_free. */
 MNEMO_C_API int mnemo_state_write(mnemo_engine* e, mnemo_seq s, uint8_t** data, size_t* size);
 /* Loads a state written by mnemo_state_write (dest = -1: the whole memory). */
-MNEMO_C_API int mnemo_state_read(mnemo_engine* e, const uint8_t* data, size_t size,
-                                 mnemo_seq dest);
+MNEMO_C_API int mnemo_state_read(mnemo_engine* e, const uint8_t* data, size_t size, mnemo_seq dest);
 MNEMO_C_API void mnemo_free(void* p);
 
 #ifdef __cplusplus

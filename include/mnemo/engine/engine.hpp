@@ -86,9 +86,7 @@ class engine {
   // ---- sequences: the memory's answer, `unsupported` where it has none ------------
 
   status seq_rm(seq_id s, pos_t p0, pos_t p1) { return b_->seq_rm(s, p0, p1); }
-  status seq_cp(seq_id src, seq_id dst, pos_t p0, pos_t p1) {
-    return b_->seq_cp(src, dst, p0, p1);
-  }
+  status seq_cp(seq_id src, seq_id dst, pos_t p0, pos_t p1) { return b_->seq_cp(src, dst, p0, p1); }
   status seq_keep(seq_id s) { return b_->seq_keep(s); }
   status seq_add(seq_id s, pos_t p0, pos_t p1, pos_t delta) {
     return b_->seq_add(s, p0, p1, delta);

@@ -55,10 +55,9 @@ result<backend_ptr> with_kv(kv_type t, const char* what, F&& f) {
 }
 
 inline status unknown_kind(std::string_view arch, memory_kind k, const char* offered) {
-  return make_status(status_code::invalid_argument,
-                     "%.*s: memory kind '%s' does not fit this architecture (%s)",
-                     static_cast<int>(arch.size()), arch.data(), std::string(to_string(k)).c_str(),
-                     offered);
+  return make_status(
+      status_code::invalid_argument, "%.*s: memory kind '%s' does not fit this architecture (%s)",
+      static_cast<int>(arch.size()), arch.data(), std::string(to_string(k)).c_str(), offered);
 }
 
 inline context_params context_params_of(const engine_options& o) {
@@ -262,8 +261,7 @@ result<engine> engine::open(const std::string& path, const engine_options& optio
   MNEMO_RETURN_IF_ERROR(check_options(o).with_context("engine"));
   o.hooks.progress(0.0f);
   MNEMO_ASSIGN_OR_RETURN(
-      gguf::file file,
-      gguf::file::open(path, o.use_mmap ? gguf::access::map : gguf::access::read));
+      gguf::file file, gguf::file::open(path, o.use_mmap ? gguf::access::map : gguf::access::read));
   o.hooks.progress(0.3f);
   if (o.hooks.abort.requested()) return aborted_status("while loading the model");
   MNEMO_ASSIGN_OR_RETURN(std::string_view arch_view, file.get_string("general.architecture"));

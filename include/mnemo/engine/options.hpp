@@ -52,22 +52,22 @@ struct engine_options {
   /// Cells of all sequences together, as llama.cpp's n_ctx: split streams and
   /// iswa-split get n_ctx / n_seq_max (rounded up) per sequence.
   std::uint32_t n_ctx = 4096;
-  seq_id n_seq_max = 1;            // sequence ids in [0, n_seq_max)
-  std::uint32_t n_ubatch = 512;    // most tokens per micro-batch
-  std::uint32_t n_batch = 0;       // most tokens per decode call; 0 = unlimited
-  int n_threads = 0;               // single-token micro-batches; 0: physical cores
-  int n_threads_batch = 0;         // multi-token micro-batches; 0: n_threads
-  bool recompute = false;          // context_params::recompute (docs/context.md)
-  bool use_mmap = true;            // map the GGUF file; false reads it into memory
-  context_hooks hooks;             // abort, progress (load and long prompts), log
+  seq_id n_seq_max = 1;          // sequence ids in [0, n_seq_max)
+  std::uint32_t n_ubatch = 512;  // most tokens per micro-batch
+  std::uint32_t n_batch = 0;     // most tokens per decode call; 0 = unlimited
+  int n_threads = 0;             // single-token micro-batches; 0: physical cores
+  int n_threads_batch = 0;       // multi-token micro-batches; 0: n_threads
+  bool recompute = false;        // context_params::recompute (docs/context.md)
+  bool use_mmap = true;          // map the GGUF file; false reads it into memory
+  context_hooks hooks;           // abort, progress (load and long prompts), log
 };
 
 // ---- names -------------------------------------------------------------------------
 
 namespace engine_names {
-inline constexpr std::string_view memory[] = {"auto",     "full",   "split",        "iswa",
-                                              "iswa-split", "recurrent", "hybrid",
-                                              "hybrid-split", "bounded"};
+inline constexpr std::string_view memory[] = {"auto",   "full",         "split",
+                                              "iswa",   "iswa-split",   "recurrent",
+                                              "hybrid", "hybrid-split", "bounded"};
 inline constexpr std::string_view kv[] = {"f32", "f16", "bf16", "q8_0", "q4_0"};
 inline constexpr std::string_view policy[] = {"none", "h2o", "tova", "snapkv", "streaming_llm"};
 
