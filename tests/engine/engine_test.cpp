@@ -195,16 +195,19 @@ TEST(Engine, SequenceOperationsAndStateForwardToTheMemory) {
   EXPECT_EQ(e.seq_pos_max(0), -1);
 }
 
-TEST(Engine, RecurrentMemoryRefusesShiftsWithAStatus) {
+TEST(Engine, RecurrentMemoryRefusesWhatItCannotDoWithAStatus) {
   NEED_FIXTURES();
   engine_options o;
   o.n_threads = 2;
   engine e = open_or_fail("mamba.gguf", o);
   ASSERT_TRUE(e.decode(seq_batch(prompt(5, 8), 0, 0, false)));
-  const status st = e.seq_add(0, 0, -1, 2);
-  EXPECT_FALSE(st);
-  EXPECT_FALSE(st.message().empty());
+  // A recurrent state cannot forget a middle of its history (no checkpoint either).
+  const status st = e.seq_rm(0, 1, 3);
+  EXPECT_EQ(st.code(), status_code::unsupported) << st.to_string();
+  EXPECT_NE(st.message().find("recurrent"), std::string::npos) << st.to_string();
   EXPECT_EQ(e.seq_pos_max(0), 4);
+  EXPECT_TRUE(e.seq_rm(0, -1, -1));
+  EXPECT_EQ(e.seq_pos_max(0), -1);
 }
 
 TEST(Engine, AbortLeavesTheMemoryAsBefore) {
