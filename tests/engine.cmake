@@ -36,9 +36,11 @@ if(CMAKE_C_COMPILER)
   endif()
 endif()
 
+# Not under sanitizers: an uninstrumented python3 cannot load an ASan-built library.
 find_package(Python3 COMPONENTS Interpreter)
 if(Python3_Interpreter_FOUND AND MNEMO_BUILD_EXAMPLES
-   AND EXISTS "${MNEMO_FIXTURES_DIR}/llama-tiny.gguf")
+   AND EXISTS "${MNEMO_FIXTURES_DIR}/llama-tiny.gguf"
+   AND NOT CMAKE_CXX_FLAGS MATCHES "-fsanitize")
   set(_py "${PROJECT_SOURCE_DIR}/examples/python/mnemo_ctypes.py")
   set(_tiny "${MNEMO_FIXTURES_DIR}/llama-tiny.gguf")
   add_test(NAME engine.python.generate
