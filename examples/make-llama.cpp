@@ -1,6 +1,7 @@
-// make-llama: writes a deterministic random-weight Llama GGUF of any shape.
+// make-llama: writes a deterministic random-weight Llama GGUF of any shape, or the same
+// shape as another attention architecture (--arch qwen2|qwen3|phi3|gemma2).
 //
-//   make-llama OUT.gguf [--n-vocab N] [--n-embd N] [--n-layer N] [--n-head N]
+//   make-llama OUT.gguf [--arch NAME] [--n-vocab N] [--n-embd N] [--n-layer N] [--n-head N]
 //              [--n-head-kv N] [--n-ff N] [--n-ctx N] [--swa N] [--type f32|f16|bf16|q8_0|q4_0]
 //              [--tied] [--seed S] [--vocab-from VOCAB.gguf]
 //
@@ -17,7 +18,8 @@ namespace {
 
 int usage() {
   std::fprintf(stderr,
-               "usage: make-llama OUT.gguf [--n-vocab N] [--n-embd N] [--n-layer N] [--n-head N]\n"
+               "usage: make-llama OUT.gguf [--arch llama|qwen2|qwen3|phi3|gemma2] [--n-vocab N]\n"
+               "       [--n-embd N] [--n-layer N] [--n-head N]\n"
                "       [--n-head-kv N] [--n-ff N] [--n-ctx N] [--swa N]\n"
                "       [--type f32|f16|bf16|q8_0|q4_0] [--tied] [--seed S] [--vocab-from F]\n");
   return 2;
@@ -55,6 +57,8 @@ int main(int argc, char** argv) {
       if (!parse_type(v, c.weight_type)) return usage();
     } else if (a == "--vocab-from") {
       c.vocab_from = v;
+    } else if (a == "--arch") {
+      c.arch = v;
     } else if (!numeric) {
       return usage();
     } else if (a == "--n-vocab") {

@@ -1,5 +1,8 @@
 // A deterministic random-weight Llama GGUF of any shape: the demo's model, the
-// benchmarks' 155M model and the eviction quality harness's model. Weights are
+// benchmarks' 155M model and the eviction quality harness's model. `arch` writes the
+// same shape as another attention architecture instead (qwen2: Q/K/V biases; qwen3:
+// q/k norms; phi3: fused attn_qkv and gate|up; gemma2: post-norms, tied output, a
+// window of 4096 on every other layer), for speed comparisons between them. Weights are
 // N(0, sigma^2) with sigma = 1/sqrt(fan_in) (embedding sigma 1, norms 1 + N(0, 0.01)),
 // as in the test fixtures, so activations keep unit scale.
 //
@@ -24,6 +27,7 @@
 namespace mnemo_examples {
 
 struct random_llama_config {
+  std::string arch = "llama";  // llama, qwen2, qwen3, phi3 or gemma2
   std::uint32_t n_vocab = 32000;
   std::uint32_t n_embd = 1024;
   std::uint32_t n_layer = 8;
@@ -150,21 +154,25 @@ inline mnemo::status write_random_llama(const random_llama_config& c, const std:
   const std::uint32_t head_dim = c.n_embd / c.n_head;
   const std::uint32_t n_embd_kv = head_dim * c.n_head_kv;
 
+  const std::string& a = c.arch;
+  if (a != "llama" && a != "qwen2" && a != "qwen3" && a != "phi3" && a != "gemma2")
+    return make_status(status_code::invalid_argument,
+                       "random llama: arch '%s' (llama, qwen2, qwen3, phi3, gemma2)", a.c_str());
+  const std::string k = a + ".";
   mnemo::gguf::writer w;
-  w.add_string("general.architecture", "llama");
-  w.add_string("general.name", "mnemo random llama");
-  w.add<std::uint32_t>("llama.context_length", c.n_ctx);
-  w.add<std::uint32_t>("llama.embedding_length", c.n_embd);
-  w.add<std::uint32_t>("llama.block_count", c.n_layer);
-  w.add<std::uint32_t>("llama.feed_forward_length", c.n_ff);
-  w.add<std::uint32_t>("llama.attention.head_count", c.n_head);
-  w.add<std::uint32_t>("llama.attention.head_count_kv", c.n_head_kv);
-  w.add<float>("llama.attention.layer_norm_rms_epsilon", c.rms_eps);
-  w.add<std::uint32_t>("llama.rope.dimension_count", head_dim);
-  w.add<float>("llama.rope.freq_base", c.rope_base);
-  w.add<std::uint32_t>("llama.vocab_size", c.n_vocab);
-  if (c.sliding_window > 0)
-    w.add<std::uint32_t>("llama.attention.sliding_window", c.sliding_window);
+  w.add_string("general.architecture", a);
+  w.add_string("general.name", "mnemo random " + a);
+  w.add<std::uint32_t>(k + "context_length", c.n_ctx);
+  w.add<std::uint32_t>(k + "embedding_length", c.n_embd);
+  w.add<std::uint32_t>(k + "block_count", c.n_layer);
+  w.add<std::uint32_t>(k + "feed_forward_length", c.n_ff);
+  w.add<std::uint32_t>(k + "attention.head_count", c.n_head);
+  w.add<std::uint32_t>(k + "attention.head_count_kv", c.n_head_kv);
+  w.add<float>(k + "attention.layer_norm_rms_epsilon", c.rms_eps);
+  w.add<std::uint32_t>(k + "rope.dimension_count", head_dim);
+  w.add<float>(k + "rope.freq_base", c.rope_base);
+  w.add<std::uint32_t>(k + "vocab_size", c.n_vocab);
+  if (c.sliding_window > 0) w.add<std::uint32_t>(k + "attention.sliding_window", c.sliding_window);
   if (c.vocab_from.empty()) {
     detail::byte_vocab(c.n_vocab, w);
   } else {
@@ -184,21 +192,48 @@ inline mnemo::status write_random_llama(const random_llama_config& c, const std:
   };
   const float s_embd = 1.0f / std::sqrt(static_cast<float>(c.n_embd));
   const float s_ff = 1.0f / std::sqrt(static_cast<float>(c.n_ff));
+  const bool tied = c.tied_output || a == "gemma2";  // gemma2 has no output.weight
+  const auto bias = [&](const std::string& name, std::uint32_t n) {
+    std::vector<float> v(n);
+    for (float& x : v) x = 0.1f * g.normal();
+    w.add_tensor_f32(name, {n}, v);
+  };
   mat("token_embd.weight", c.n_embd, c.n_vocab, 1.0f);
   for (std::uint32_t l = 0; l < c.n_layer; ++l) {
     const std::string p = "blk." + std::to_string(l) + ".";
     norm(p + "attn_norm.weight", c.n_embd);
-    mat(p + "attn_q.weight", c.n_embd, c.n_embd, s_embd);
-    mat(p + "attn_k.weight", c.n_embd, n_embd_kv, s_embd);
-    mat(p + "attn_v.weight", c.n_embd, n_embd_kv, s_embd);
+    if (a == "phi3") {
+      mat(p + "attn_qkv.weight", c.n_embd, c.n_embd + 2 * n_embd_kv, s_embd);
+    } else {
+      mat(p + "attn_q.weight", c.n_embd, c.n_embd, s_embd);
+      mat(p + "attn_k.weight", c.n_embd, n_embd_kv, s_embd);
+      mat(p + "attn_v.weight", c.n_embd, n_embd_kv, s_embd);
+    }
+    if (a == "qwen2") {
+      bias(p + "attn_q.bias", c.n_embd);
+      bias(p + "attn_k.bias", n_embd_kv);
+      bias(p + "attn_v.bias", n_embd_kv);
+    }
+    if (a == "qwen3") {
+      norm(p + "attn_q_norm.weight", head_dim);
+      norm(p + "attn_k_norm.weight", head_dim);
+    }
     mat(p + "attn_output.weight", c.n_embd, c.n_embd, s_embd);
     norm(p + "ffn_norm.weight", c.n_embd);
-    mat(p + "ffn_gate.weight", c.n_embd, c.n_ff, s_embd);
-    mat(p + "ffn_up.weight", c.n_embd, c.n_ff, s_embd);
+    if (a == "phi3") {
+      mat(p + "ffn_up.weight", c.n_embd, 2 * c.n_ff, s_embd);
+    } else {
+      mat(p + "ffn_gate.weight", c.n_embd, c.n_ff, s_embd);
+      mat(p + "ffn_up.weight", c.n_embd, c.n_ff, s_embd);
+    }
     mat(p + "ffn_down.weight", c.n_ff, c.n_embd, s_ff);
+    if (a == "gemma2") {
+      norm(p + "post_attention_norm.weight", c.n_embd);
+      norm(p + "post_ffw_norm.weight", c.n_embd);
+    }
   }
   norm("output_norm.weight", c.n_embd);
-  if (!c.tied_output) mat("output.weight", c.n_embd, c.n_vocab, s_embd);
+  if (!tied) mat("output.weight", c.n_embd, c.n_vocab, s_embd);
   return w.write(path);
 }
 
