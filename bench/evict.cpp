@@ -1,7 +1,7 @@
 // bench/evict: one decode step of a bounded cache at budget B (one layer, f16 K/V,
 // d 128, 8 KV heads x group 4, 1 thread), split into the attention call and the
 // policy's bookkeeping (prepare, apply, write, views, statistics setup, scoring,
-// eviction, commit). Counters: attn_us, book_us and book/attn, the bound
+// eviction, commit). Counters: attn_us, book_us and book/attn, the target
 // being book/attn <= 0.10 at B = 1024; cells_read, the most cells one lane's view
 // handed to attention (B + 1 with budget_rule::kept, B with budget_rule::read).
 // BM_attend_plain is the same attention with attend() directly: streaming_llm's
@@ -18,11 +18,11 @@
 
 #include "mnemo/base/rng.hpp"
 #include "mnemo/evict/h2o.hpp"
-#include "mnemo/evict/observe.hpp"
 #include "mnemo/evict/snapkv.hpp"
 #include "mnemo/evict/streaming_llm.hpp"
 #include "mnemo/evict/tova.hpp"
-#include "mnemo/memory/bounded.hpp"
+#include "mnemo/memory/bounded/bounded.hpp"
+#include "mnemo/model/attend_observed.hpp"
 
 namespace {
 
@@ -79,7 +79,7 @@ struct decode_setup {
     const auto t1 = clk::now();
     const attention::query_batch qb{q.data(), 1, pos, seq, nullptr};
     if constexpr (G == memory::kv_granularity::per_kv_head) {
-      (void)evict::detail::attend_lanes<simd::native, E, E, Policy::uses_attention>(
+      (void)model::detail::attend_lanes<simd::native, E, E, Policy::uses_attention>(
           k_hkv, sh, ap, qb, lv, out.data(), ws, {1}, stats, sink);
     } else if constexpr (Policy::uses_attention) {
       if (stats)

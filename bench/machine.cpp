@@ -1,5 +1,5 @@
-// bench_machine: the machine limits every other bench is compared with (DESIGN
-// "Performance model"), shown through Google Benchmark, plus a summary block.
+// bench_machine: the machine limits every other bench is compared with (docs/
+// performance.md, "Machine limits"), shown through Google Benchmark, plus a summary block.
 //
 //   BM_read_bandwidth/threads:k   streaming reads of a 1 GiB buffer, k pinned threads
 //   BM_read_working_set/kib:n     one thread re-reading n KiB: L1, L2, L3 and DRAM

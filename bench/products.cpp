@@ -1,4 +1,4 @@
-// bench/products: model::mul_mat on the shapes of the 155M Llama of issue 5 (d_model
+// bench/products: model::mul_mat on the shapes of the 155M Llama of docs/performance.md (d_model
 // 1024, 4 KV heads of 64, ff 2816, vocab 32000), 2 threads (MNEMO_THREADS overrides).
 //   decode  (n_tok 1, and 16 for batched decode): weight bytes/s and the fraction of the
 //           read bandwidth. The weights are rotated over enough copies (>= 256 MiB, far beyond the
@@ -202,8 +202,8 @@ constexpr std::pair<std::size_t, std::size_t> k_output_head = {1024, 32000};
 
 /// One token's weight products, each weight its own (69 MB at q4_0, 244 MB at f16: far
 /// beyond the L3, so a step streams them from DRAM as a decode step does), against the
-/// read bandwidth: what issue 5's "single-sequence decode is memory-bound on weights"
-/// comes to once the per-call costs of the small products are counted. grouped:0 runs
+/// read bandwidth: what "single-sequence decode is memory-bound on weights" comes
+/// to once the per-call costs of the small products are counted. grouped:0 runs
 /// one mul_mat per weight (57 calls); grouped:1 as the decoders do, q, k, v and gate, up
 /// as one mul_mat_many each (33 calls).
 template <class E, bool Tiled = false>

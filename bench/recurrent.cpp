@@ -25,7 +25,7 @@
 
 #include "mnemo/context.hpp"
 #include "mnemo/gguf/writer.hpp"
-#include "mnemo/memory/recurrent.hpp"
+#include "mnemo/memory/recurrent/recurrent.hpp"
 #include "mnemo/model/mamba.hpp"
 #include "mnemo/ssm/ssm.hpp"
 
@@ -36,7 +36,7 @@ using namespace mnemo;
 constexpr std::uint32_t k_embd = 1024, k_layers = 24, k_state = 16, k_inner = 2048, k_rank = 64,
                         k_conv = 4, k_vocab = 32000;
 
-/// Writes the random Mamba (weights as in the fixtures, MODELS.md §5).
+/// Writes the random Mamba (weights N(0, 1/fan_in), as random_llama.hpp).
 status write_random_mamba(const std::string& path) {
   namespace dt = mnemo::dtype;
   const auto f16 = dt::element_type::f16;

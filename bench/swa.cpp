@@ -22,7 +22,8 @@
 //                     windows of pad(n_swa + n_ubatch, 256) cells)
 // The 8k context is written into the memory directly (random K/V through prepare /
 // apply / write_kv / commit), so setup costs no prefill; each timed step decodes position
-// 8192 and removes it again (rollback within the window is always possible, spec §4.4).
+// 8192 and removes it again (rollback within the window is always possible,
+// docs/sliding-window.md).
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -37,9 +38,9 @@
 #include "mnemo/base/rng.hpp"
 #include "mnemo/context.hpp"
 #include "mnemo/gguf/writer.hpp"
-#include "mnemo/memory/full_cache.hpp"
-#include "mnemo/memory/layered.hpp"
-#include "mnemo/memory/sliding_window.hpp"
+#include "mnemo/memory/full/full_cache.hpp"
+#include "mnemo/memory/layered/layered.hpp"
+#include "mnemo/memory/window/sliding_window.hpp"
 #include "mnemo/model/gemma3.hpp"
 
 namespace {

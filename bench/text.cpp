@@ -1,7 +1,10 @@
 // bench/text: tokenizer throughput on ~1 MiB of text per vocabulary family.
 //
-//   encode/<vocab>   text -> ids (add_special off, parse_special off), bytes/s of input
-//   decode/<vocab>   ids -> text through stream_decoder, bytes/s of output
+//   encode/<vocab>        text -> ids (add_special off, parse_special off), bytes/s of input
+//   decode/<vocab>        ids -> text through stream_decoder, bytes/s of output
+//   pre_tokenize/<pre>    the pre-tokenizer alone (text -> pieces) for a tokenizer.ggml.pre
+//                         name, on the gpt-2 text; "gpt-2/engine" runs GPT-2's rules through
+//                         the regex engine instead of the hand-written scanner
 //
 // The text is generated deterministically from llama.cpp's tokenizer test strings (the
 // fixtures' .inp file): strings drawn with a fixed-seed LCG, ASCII letters perturbed so
@@ -102,6 +105,27 @@ void bm_encode(benchmark::State& state, const std::string& vocab_file) {
   state.counters["threads"] = 1;
 }
 
+void bm_pre_tokenize(benchmark::State& state, const std::string& pre, bool engine) {
+  const corpus& c = corpus_for("ggml-vocab-gpt-2.gguf");
+  auto p = mnemo::text::pre_tokenizer::for_name(pre);
+  if (c.text.empty() || !p.is_ok()) {
+    state.SkipWithError("tokenizer fixture not found (set MNEMO_FIXTURES_DIR)");
+    return;
+  }
+  mnemo::text::pre_tokenize_scratch scratch;
+  std::vector<std::size_t> ends;
+  for (auto _ : state) {
+    if (engine)
+      p->split_general(c.text, ends, scratch);
+    else
+      p->split(c.text, ends, scratch);
+    benchmark::DoNotOptimize(ends.data());
+  }
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * c.text.size()));
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * ends.size()));
+  state.counters["threads"] = 1;
+}
+
 void bm_decode(benchmark::State& state, const std::string& vocab_file) {
   const corpus& c = corpus_for(vocab_file);
   if (!c.tok || c.text.empty()) {
@@ -125,8 +149,12 @@ void bm_decode(benchmark::State& state, const std::string& vocab_file) {
 }
 
 const bool registered = [] {
-  for (const char* v : {"ggml-vocab-llama-spm.gguf", "ggml-vocab-phi-3.gguf",
-                        "ggml-vocab-gpt-2.gguf", "ggml-vocab-starcoder.gguf"}) {
+  for (const char* v :
+       {"ggml-vocab-llama-spm.gguf", "ggml-vocab-phi-3.gguf", "ggml-vocab-gpt-2.gguf",
+        "ggml-vocab-starcoder.gguf", "ggml-vocab-gpt2-pre-gpt-2.gguf",
+        "ggml-vocab-gpt2-pre-llama-bpe.gguf", "ggml-vocab-gpt2-pre-stablelm2.gguf",
+        "ggml-vocab-gpt2-pre-qwen35.gguf", "ggml-vocab-gpt2-pre-tekken.gguf",
+        "ggml-vocab-gpt2-pre-kimi-k2.gguf", "ggml-vocab-gpt2raw-pre-gemma4.gguf"}) {
     std::string name(v);
     name = name.substr(std::string("ggml-vocab-").size());
     name = name.substr(0, name.find(".gguf"));
@@ -137,6 +165,17 @@ const bool registered = [] {
         ->Unit(benchmark::kMillisecond)
         ->UseRealTime();
   }
+  // qwen2 and deepseek-v3 have no fixture vocabulary: their pre-tokenizers alone
+  for (const char* pre : {"gpt-2", "llama-bpe", "qwen2", "qwen35", "deepseek-v3", "deepseek-llm",
+                          "tekken", "gpt-4o", "kimi-k2", "afmoe", "bloom", "default"})
+    benchmark::RegisterBenchmark((std::string("pre_tokenize/") + pre).c_str(), bm_pre_tokenize,
+                                 std::string(pre), false)
+        ->Unit(benchmark::kMillisecond)
+        ->UseRealTime();
+  benchmark::RegisterBenchmark("pre_tokenize/gpt-2/engine", bm_pre_tokenize, std::string("gpt-2"),
+                               true)
+      ->Unit(benchmark::kMillisecond)
+      ->UseRealTime();
   return true;
 }();
 

@@ -4,7 +4,7 @@
 //   batched_bench MODEL.gguf [-npp 128,512] [-ntg 128] [-npl 1,2,4,8,16]
 //                 [--memory full|split] [--kv f32|f16|bf16|q8_0|q4_0] [--threads N]
 //                 [--ctx N] [--ubatch N] [--batch N] [--prefetch l1|l2]
-//                 [--output-format md|jsonl]
+//                 [--output-format md|jsonl] [--api engine|template]
 //
 // For every (PP, TG, B): clear the memory; decode B sequences of PP tokens (position-
 // major, in batches of at most --batch tokens, logits only for each sequence's last
@@ -12,6 +12,9 @@
 // pseudo-random ids: this measures speed, not text. N_KV = B * (PP + TG).
 // MODEL.gguf is any attention architecture (llama, qwen2, qwen3, phi3, gemma2, gemma3).
 // --ctx 0 (the default) sizes the memory for the largest case: max(B) * max(PP + TG).
+// --api engine (the default) decodes through mnemo::engine, the run-time handle;
+// --api template through the same context<attention_decoder, Memory> instantiated here
+// (common/memory_factory.hpp), which measures what the handle costs.
 #include <algorithm>
 #include <chrono>
 #include <cinttypes>
@@ -25,6 +28,7 @@
 
 #include "mnemo/base/parallel.hpp"
 #include "mnemo/base/rng.hpp"
+#include "mnemo/engine/engine.hpp"
 #include "mnemo/model/architectures.hpp"
 #include "mnemo/simd/isa.hpp"
 
@@ -37,6 +41,7 @@ struct options {
   std::string model;
   std::vector<std::uint32_t> npp{128, 512}, ntg{128}, npl{1, 2, 4, 8, 16};
   std::string format = "md";
+  std::string api = "engine";  // engine | template
   mnemo_examples::runtime_options rt;
 };
 
@@ -44,7 +49,7 @@ int usage() {
   std::fprintf(stderr,
                "usage: batched_bench MODEL.gguf [-npp 128,512] [-ntg 128] [-npl 1,2,4,8,16]\n"
                "%s"
-               "       [--output-format md|jsonl]\n",
+               "       [--output-format md|jsonl] [--api engine|template]\n",
                mnemo_examples::k_runtime_usage);
   return 2;
 }
@@ -66,6 +71,11 @@ bool parse_args(int argc, char** argv, options& o) {
       const std::uint32_t hi = a == "-npl" ? static_cast<std::uint32_t>(k_max_seq) : 1u << 20;
       if (v == nullptr || !mnemo_examples::parse_u32_list(v, list, lo, hi))
         return args.complain("expected a comma-separated list of counts, got", v ? v : ""), false;
+    } else if (a == "--api") {
+      const char* v = args.value(a);
+      if (v == nullptr || (std::string_view(v) != "engine" && std::string_view(v) != "template"))
+        return args.complain("--api takes engine or template, not", v ? v : ""), false;
+      o.api = v;
     } else if (a == "--output-format") {
       const char* v = args.value(a);
       if (v == nullptr || (std::string_view(v) != "md" && std::string_view(v) != "jsonl"))
@@ -115,8 +125,8 @@ void print_row(const options& o, std::uint32_t n_ctx, const row& r) {
 
 /// Runs every (pp, tg, pl) case through one context.
 template <class Context>
-status run_cases(Context& ctx, const options& o, std::uint32_t n_ctx, std::uint32_t n_vocab) {
-  const seq_id n_seq = ctx.params().n_seq_max;
+status run_cases(Context& ctx, const options& o, seq_id n_seq, std::uint32_t n_ctx,
+                 std::uint32_t n_vocab) {
   const std::uint32_t per_seq =
       o.rt.memory == "split" ? n_ctx / static_cast<std::uint32_t>(n_seq) : n_ctx;
   splitmix64 rng{2026};
@@ -179,11 +189,6 @@ int main(int argc, char** argv) {
   options o;
   if (!parse_args(argc, argv, o)) return usage();
   mnemo_examples::apply_process_settings(o.rt);
-  auto m = model::open_attention_decoder(o.model, mnemo_examples::file_access(o.rt));
-  if (!m.is_ok()) {
-    std::fprintf(stderr, "batched_bench: %s\n", m.error().to_string().c_str());
-    return 1;
-  }
   const std::uint32_t max_pl = *std::max_element(o.npl.begin(), o.npl.end());
   std::uint32_t max_len = 0;
   for (std::uint32_t pp : o.npp)
@@ -204,9 +209,27 @@ int main(int argc, char** argv) {
         "|-------|--------|------|--------|----------|----------|----------|----------|----------"
         "|----------|\n");
   }
-  const status st = mnemo_examples::with_context(
-      *m, o.rt, static_cast<seq_id>(max_pl), n_ctx,
-      [&](auto& ctx) { return run_cases(ctx, o, n_ctx, m->n_vocab()); });
+  const auto n_seq = static_cast<seq_id>(max_pl);
+  status st;
+  if (o.api == "template") {
+    auto m = model::open_attention_decoder(o.model, mnemo_examples::file_access(o.rt));
+    st = !m.is_ok() ? m.error()
+                    : mnemo_examples::with_context(*m, o.rt, n_seq, n_ctx, [&](auto& ctx) {
+                        return run_cases(ctx, o, n_seq, n_ctx, m->n_vocab());
+                      });
+  } else {
+    engine_options eo;
+    eo.memory = o.rt.memory == "split" ? memory_kind::split : memory_kind::full;
+    eo.kv = parse_kv_type(o.rt.kv).value_or(kv_type::f16);  // checked by the parser
+    eo.n_ctx = n_ctx;
+    eo.n_seq_max = n_seq;
+    eo.n_ubatch = o.rt.n_ubatch;
+    eo.n_batch = o.rt.n_batch;
+    eo.n_threads = eo.n_threads_batch = o.rt.threads;
+    eo.use_mmap = !o.rt.no_mmap;
+    auto e = engine::open(o.model, eo);
+    st = e.is_ok() ? run_cases(*e, o, n_seq, n_ctx, e->n_vocab()) : e.error();
+  }
   if (!st) {
     std::fprintf(stderr, "batched_bench: %s\n", st.to_string().c_str());
     return 1;

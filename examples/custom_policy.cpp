@@ -1,5 +1,5 @@
 // A user-defined eviction policy in a few lines: keep the tokens whose values are
-// largest (the value-norm term of keys_values' h2o-vlen, spec/eviction.md §1 row 3),
+// largest (the value-norm term of the h2o-vlen variant of H2O),
 // plus the first token and a short recent window. The concept checks it at compile
 // time (remove score() and the compiler says what is missing: docs/eviction.md).
 // The same policy runs per KV head unchanged (third argument "head"): it sums the
@@ -8,17 +8,23 @@
 // the sets differ per head.
 //
 //   custom_policy [n_tokens] [budget] [layer|head]
+//
+// It ends with a self-check (every lane keeps exactly `budget` positions, position 0 and
+// the newest ones among them): `self-check: PASS`, or `FAIL` and exit code 1.
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <string_view>
 
+#include "common/cli.hpp"
 #include "common/random_llama.hpp"
 
 #include "mnemo/context.hpp"
 #include "mnemo/evict/concepts.hpp"
-#include "mnemo/memory/bounded.hpp"
+#include "mnemo/memory/bounded/bounded.hpp"
 #include "mnemo/model/llama.hpp"
 
 // ---- the policy ------------------------------------------------------------------
@@ -49,10 +55,25 @@ struct value_norm_policy : mnemo::evict::policy_defaults {
 static_assert(mnemo::evict::eviction_policy<value_norm_policy>);
 // ---------------------------------------------------------------------------------
 
+namespace {
+
+int usage() {
+  std::fprintf(stderr,
+               "usage: custom_policy [n_tokens 1..4096] [budget 1..n_tokens] [layer|head]\n");
+  return 2;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   using namespace mnemo;
-  const int n_tokens = argc > 1 ? std::atoi(argv[1]) : 64;
-  const std::size_t budget = argc > 2 ? static_cast<std::size_t>(std::atoi(argv[2])) : 16;
+  std::uint32_t n_tokens = 64, budget = 16;
+  if (argc > 4 || (argc > 1 && !mnemo_examples::parse_u32(argv[1], n_tokens, 1, 4096)) ||
+      (argc > 2 && !mnemo_examples::parse_u32(argv[2], budget, 1, n_tokens)))
+    return usage();
+  const std::string_view gran = argc > 3 ? argv[3] : "layer";
+  if (gran != "layer" && gran != "head") return usage();
+
   mnemo_examples::random_llama_config rc;
   rc.n_vocab = 260, rc.n_embd = 64, rc.n_layer = 2, rc.n_head = 4, rc.n_head_kv = 2, rc.n_ff = 128;
   rc.weight_type = dtype::element_type::f32;
@@ -73,21 +94,43 @@ int main(int argc, char** argv) {
   c.budget = budget;
   c.max_ubatch = 32;
   c.rope = m.hparams().rope();
-  if (argc > 3 && std::string_view(argv[3]) == "head")
-    c.granularity = memory::kv_granularity::per_kv_head;
+  if (gran == "head") c.granularity = memory::kv_granularity::per_kv_head;
   using memory_t = memory::bounded<value_norm_policy, dtype::f16>;
-  auto ctx = context<model::llama_model, memory_t>::make(m, memory_t::make(c, p).value(),
-                                                         {.n_ubatch = 32, .n_seq_max = 1});
+  auto mem = memory_t::make(c, p);
+  if (!mem.is_ok()) return std::fprintf(stderr, "%s\n", mem.error().message().c_str()), 1;
+  // n_seq_max of the context must match the memory's (context_params defaults to 1).
+  auto ctx = context<model::llama_model, memory_t>::make(
+      m, std::move(mem).value(), {.n_ubatch = 32, .n_seq_max = c.n_seq_max});
   if (!ctx.is_ok()) return std::fprintf(stderr, "%s\n", ctx.error().message().c_str()), 1;
-  for (int t = 0; t < n_tokens; ++t) {
+
+  for (std::uint32_t t = 0; t < n_tokens; ++t) {
     batch b;
-    b.add(static_cast<token_id>(3 + t % 250), t, {0}, true);
+    b.add(static_cast<token_id>(3 + t % 250), static_cast<pos_t>(t), {0}, true);
     if (status st = ctx->decode(b); !st)
       return std::fprintf(stderr, "%s\n", st.message().c_str()), 1;
   }
-  std::printf("decoded %d tokens with budget %zu; layer 0 keeps positions:", n_tokens, budget);
-  for (pos_t q : ctx->memory().lane_of(0, 0).pos)
-    if (q >= 0) std::printf(" %d", q);
+
+  // Self-check of the policy's contract in every lane: exactly `budget` positions kept,
+  // among them position 0 and the `recent` newest (both protected).
+  std::printf("decoded %u tokens with budget %u, %s lanes; layer 0 keeps positions:", n_tokens,
+              budget, gran.data());
+  bool ok = true;
+  const pos_t newest_from = n_tokens > p.recent ? static_cast<pos_t>(n_tokens - p.recent) : 0;
+  const std::size_t heads = gran == "head" ? m.hparams().n_head_kv : 1;
+  for (std::size_t layer = 0; layer < m.hparams().n_layer; ++layer)
+    for (std::size_t h = 0; h < heads; ++h) {
+      std::size_t kept = 0, protected_kept = 0;
+      for (pos_t q : ctx->memory().lane_of(0, layer, h).pos) {
+        if (q < 0) continue;
+        ++kept;
+        if (q == 0 || q >= newest_from) ++protected_kept;
+        if (layer == 0 && h == 0) std::printf(" %d", q);
+      }
+      const std::size_t want_protected =
+          std::min<std::size_t>(budget, std::min<std::size_t>(n_tokens, p.recent + 1));
+      if (kept != budget || protected_kept < want_protected) ok = false;
+    }
   std::printf("\n%s", ctx->memory().report().to_string().c_str());
-  return 0;
+  std::printf("self-check: %s\n", ok ? "PASS" : "FAIL");
+  return ok ? 0 : 1;
 }

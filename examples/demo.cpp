@@ -23,6 +23,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <system_error>
 #include <vector>
 
@@ -30,11 +31,12 @@
 #include "common/random_llama.hpp"
 
 #include "mnemo/context.hpp"
-#include "mnemo/memory/full_cache.hpp"
+#include "mnemo/memory/full/full_cache.hpp"
 #include "mnemo/model/architectures.hpp"
 #include "mnemo/sampling.hpp"
 #include "mnemo/simd/cpu.hpp"
 #include "mnemo/text/tokenizer.hpp"
+#include "mnemo/text/utf8.hpp"
 
 namespace {
 
@@ -64,7 +66,7 @@ struct options {
   std::uint32_t clients = 8, tokens = 24, slots = 4;
   // One thread by default: the model is small enough that a step is a fraction of a
   // millisecond, and on a shared machine a 2-thread OpenMP step can stall at its
-  // barriers for a scheduler slice (docs/performance.md, batched_bench).
+  // barriers for a scheduler slice (docs/performance.md, "Method").
   int threads = 1;
   bool quiet = false;
   std::string model;  // empty: the random-weight Llama
@@ -124,7 +126,7 @@ std::string one_line(std::string s, std::size_t n) {
   for (char& c : s)
     if (c == '\n' || c == '\r' || c == '\t') c = ' ';
   if (s.size() <= n) return s;
-  while (n > 0 && (static_cast<unsigned char>(s[n]) & 0xC0) == 0x80) --n;
+  n = text::utf8_complete_prefix(std::string_view(s).substr(0, n));
   return s.substr(0, n) + "...";
 }
 

@@ -3,26 +3,41 @@
 // they come (text::stream_decoder holds back split UTF-8 characters). Speeds go to
 // stderr at the end.
 //
-//   generate MODEL.gguf [-p "text" | --tokens 1,2,3] [-n N] [--temp T] [--top-k K]
-//            [--top-p P] [--seed S] [--memory full|split] [--kv TYPE] [--threads N]
-//            [--ctx N] [--ubatch N] [--batch N] [--prefetch l1|l2]
+//   generate MODEL.gguf [-p "text" | --tokens 1,2,3 | --chat] [-n N] [--temp T]
+//            [--top-k K] [--top-p P] [--seed S] [--system TEXT] [--chat-template NAME]
+//            [--memory full|split] [--kv TYPE] [--threads N] [--ctx N] [--ubatch N]
+//            [--batch N] [--prefetch l1|l2]
 //
 // MODEL.gguf is any attention architecture (llama, qwen2, qwen3, phi3, gemma2, gemma3).
 // Stops early at the end-of-sequence token. With --tokens and a model without a
 // tokenizer, the generated ids are printed instead of text.
+//
+// --chat: a conversation over stdin, one user turn per line, formatted with the model's
+// chat template (tokenizer.chat_template; --chat-template NAME chooses a built-in one).
+// The KV cache is kept between turns and each turn decodes only the tokens the cache
+// lacks (common/chat_session.hpp); -n bounds each reply. Per-turn token counts go to
+// stderr as each turn ends.
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <iostream>
 #include <optional>
 #include <string>
 #include <vector>
 
+#if __has_include(<unistd.h>)
+#include <unistd.h>  // isatty: the "> " prompt only for a person at a terminal
+#define MNEMO_EXAMPLES_HAS_ISATTY 1
+#endif
+
+#include "common/chat_session.hpp"
 #include "common/cli.hpp"
 #include "common/memory_factory.hpp"
 
 #include "mnemo/model/architectures.hpp"
 #include "mnemo/sampling.hpp"
+#include "mnemo/text/chat_template.hpp"
 #include "mnemo/text/decoder.hpp"
 #include "mnemo/text/tokenizer.hpp"
 
@@ -36,14 +51,18 @@ struct options {
   std::optional<std::string> prompt;
   std::vector<std::uint32_t> tokens;
   std::uint32_t n_predict = 32;
+  bool chat = false;
+  std::optional<std::string> system;
+  std::optional<std::string> chat_template;  // a built-in name (or a Jinja template to detect)
   sampler_params sampling{.temperature = 0.8f, .top_k = 40, .top_p = 0.95f, .seed = 42};
   mnemo_examples::runtime_options rt;
 };
 
 int usage() {
   std::fprintf(stderr,
-               "usage: generate MODEL.gguf [-p \"text\" | --tokens 1,2,3] [-n N] [--temp T]\n"
-               "       [--top-k K] [--top-p P] [--seed S]\n%s",
+               "usage: generate MODEL.gguf [-p \"text\" | --tokens 1,2,3 | --chat] [-n N]\n"
+               "       [--temp T] [--top-k K] [--top-p P] [--seed S]\n"
+               "       [--system TEXT] [--chat-template NAME]   (with --chat)\n%s",
                mnemo_examples::k_runtime_usage);
   return 2;
 }
@@ -59,14 +78,28 @@ bool parse_args(int argc, char** argv, options& o) {
       case mnemo_examples::option_parse::not_mine: break;
     }
     const std::string_view a = args.take();
+    if (a == "--chat") {
+      o.chat = true;
+      continue;
+    }
     const bool valued = a == "-p" || a == "--tokens" || a == "-n" || a == "--temp" ||
-                        a == "--top-k" || a == "--top-p" || a == "--seed";
+                        a == "--top-k" || a == "--top-p" || a == "--seed" || a == "--system" ||
+                        a == "--chat-template";
     if (valued) {
       const char* v = args.value(a);
       if (v == nullptr) return false;
       bool ok = true;
       if (a == "-p") {
         o.prompt = v;
+      } else if (a == "--system") {
+        o.system = v;
+      } else if (a == "--chat-template") {
+        auto t = text::chat_template::detect(v);
+        if (!t.is_ok()) {
+          std::fprintf(stderr, "generate: %s\n", t.error().to_string().c_str());
+          return false;
+        }
+        o.chat_template = v;
       } else if (a == "--tokens") {
         ok = mnemo_examples::parse_u32_list(v, o.tokens, 0, 0x7fffffff);
         has_tokens = true;
@@ -90,8 +123,12 @@ bool parse_args(int argc, char** argv, options& o) {
     }
   }
   if (pos.size() != 1) return false;
-  if (o.prompt.has_value() == has_tokens) {
-    std::fprintf(stderr, "generate: give either -p TEXT or --tokens IDS\n");
+  if (int(o.prompt.has_value()) + int(has_tokens) + int(o.chat) != 1) {
+    std::fprintf(stderr, "generate: give one of -p TEXT, --tokens IDS or --chat\n");
+    return false;
+  }
+  if (!o.chat && (o.system || o.chat_template)) {
+    std::fprintf(stderr, "generate: --system and --chat-template need --chat\n");
     return false;
   }
   o.model = pos[0];
@@ -154,6 +191,92 @@ status generate(Context& ctx, const options& o, const std::vector<token_id>& pro
   return {};
 }
 
+bool stdin_is_terminal() {
+#if defined(MNEMO_EXAMPLES_HAS_ISATTY)
+  return isatty(0) != 0;
+#else
+  return false;
+#endif
+}
+
+/// --chat: one user turn per line of stdin until its end; empty lines are skipped.
+template <class Context>
+status chat(Context& ctx, const options& o, const text::tokenizer& tok,
+            const text::chat_template& tmpl, std::uint32_t n_ctx, timings& t) {
+  MNEMO_ASSIGN_OR_RETURN(sampler smp, sampler::make(o.sampling));
+  mnemo_examples::chat_session session(ctx, tok, tmpl, {.n_batch = o.rt.n_batch, .n_ctx = n_ctx});
+  if (o.system) session.add_system(*o.system);
+  std::string line;
+  const bool interactive = stdin_is_terminal();
+  for (int turn = 1;;) {
+    if (interactive) std::fprintf(stderr, "> ");
+    if (!std::getline(std::cin, line)) break;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.empty()) continue;
+    mnemo_examples::chat_turn_report r;
+    MNEMO_RETURN_IF_ERROR(session.prompt(line, r));
+    MNEMO_RETURN_IF_ERROR(session.respond(
+        smp, o.n_predict,
+        [](std::string_view piece) {
+          std::fwrite(piece.data(), 1, piece.size(), stdout);
+          std::fflush(stdout);
+        },
+        r));
+    std::printf("\n");
+    std::fflush(stdout);
+    std::fprintf(stderr,
+                 "[turn %d: %zu prompt tokens, %zu reused from the cache, %zu decoded; %zu "
+                 "generated]\n",
+                 turn++, r.n_conversation, r.n_reused, r.n_decoded, r.n_generated);
+    t.n_prompt += r.n_decoded;
+    t.t_prompt += r.t_prompt;
+    t.n_generated += r.n_generated;
+    t.t_generate += r.t_generate;
+  }
+  if (interactive) std::fprintf(stderr, "\n");
+  return {};
+}
+
+void print_speeds(const timings& t, const options& o) {
+  std::fprintf(stderr,
+               "prompt: %zu tokens in %.3f s (%.1f tokens/s); generated: %zu tokens in %.3f s "
+               "(%.1f tokens/s); memory %s, kv %s\n",
+               t.n_prompt, t.t_prompt, t.t_prompt > 0 ? double(t.n_prompt) / t.t_prompt : 0.0,
+               t.n_generated, t.t_generate,
+               t.t_generate > 0 ? double(t.n_generated) / t.t_generate : 0.0, o.rt.memory.c_str(),
+               o.rt.kv.c_str());
+}
+
+/// The chat template --chat-template names, else the model's own.
+result<text::chat_template> chat_template_for(const model::attention_decoder& m, const options& o) {
+  if (o.chat_template) return text::chat_template::detect(*o.chat_template);
+  auto t = text::chat_template::from_gguf(m.file());
+  if (!t.is_ok() && t.error().code() == status_code::not_found)
+    return make_status(status_code::not_found, "%s; choose one with --chat-template NAME",
+                       t.error().message().c_str());
+  return t;
+}
+
+int run_chat(const model::attention_decoder& m, const text::tokenizer& tok, const options& o) {
+  auto tmpl = chat_template_for(m, o);
+  if (!tmpl.is_ok()) {
+    std::fprintf(stderr, "generate: %s\n", tmpl.error().to_string().c_str());
+    return 1;
+  }
+  std::fprintf(stderr, "chat template: %.*s\n", static_cast<int>(tmpl->name().size()),
+               tmpl->name().data());
+  const std::uint32_t n_ctx = o.rt.n_ctx != 0 ? o.rt.n_ctx : 4096;
+  timings t;
+  const status st = mnemo_examples::with_context(
+      m, o.rt, 1, n_ctx, [&](auto& ctx) { return chat(ctx, o, tok, *tmpl, n_ctx, t); });
+  if (!st) {
+    std::fprintf(stderr, "\ngenerate: %s\n", st.to_string().c_str());
+    return 1;
+  }
+  print_speeds(t, o);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -166,10 +289,11 @@ int main(int argc, char** argv) {
     return 1;
   }
   auto tok = text::tokenizer::from_gguf(m->file());
-  if (!tok.is_ok() && o.prompt) {
+  if (!tok.is_ok() && (o.prompt || o.chat)) {
     std::fprintf(stderr, "generate: %s\n", tok.error().to_string().c_str());
     return 1;
   }
+  if (o.chat) return run_chat(*m, *tok, o);
   std::vector<token_id> prompt;
   if (o.prompt) {
     prompt = tok->encode(*o.prompt);
@@ -205,12 +329,6 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "\ngenerate: %s\n", st.to_string().c_str());
     return 1;
   }
-  std::fprintf(stderr,
-               "prompt: %zu tokens in %.3f s (%.1f tokens/s); generated: %zu tokens in %.3f s "
-               "(%.1f tokens/s); memory %s, kv %s\n",
-               t.n_prompt, t.t_prompt, t.t_prompt > 0 ? double(t.n_prompt) / t.t_prompt : 0.0,
-               t.n_generated, t.t_generate,
-               t.t_generate > 0 ? double(t.n_generated) / t.t_generate : 0.0, o.rt.memory.c_str(),
-               o.rt.kv.c_str());
+  print_speeds(t, o);
   return 0;
 }

@@ -1,5 +1,5 @@
-# The examples run end to end so they cannot rot: the demo (its own self-check sets
-# the exit code), and batched_bench and generate on a tiny model that make-llama
+# The examples run end to end so they cannot rot: the demo and custom_policy (their own
+# self-checks set the exit code), and batched_bench and generate on a tiny model that make-llama
 # writes first (a ctest fixture). Bad arguments must exit with code 2, library errors
 # with 1. One thread each: the tests run beside others. Each takes under a second.
 if(MNEMO_BUILD_EXAMPLES)
@@ -34,6 +34,35 @@ if(MNEMO_BUILD_EXAMPLES)
                        examples.generate.bad-token
                        PROPERTIES FIXTURES_REQUIRED mnemo_tiny_llama LABELS examples)
 
+  # A user-defined eviction policy through bounded<>, per layer and per KV head: its
+  # self-check (every lane keeps exactly the budget, protected positions included) sets
+  # the exit code.
+  add_test(NAME examples.custom_policy.layer COMMAND custom_policy 64 16 layer)
+  add_test(NAME examples.custom_policy.head COMMAND custom_policy 40 8 head)
+  set_tests_properties(examples.custom_policy.layer examples.custom_policy.head PROPERTIES
+                       LABELS examples PASS_REGULAR_EXPRESSION "self-check: PASS")
+
+  # --chat: two user turns on stdin; the second must decode only what the cache lacks
+  # (the llama vocabulary of the fixtures has no chat template: --chat-template names one).
+  if(EXISTS "${MNEMO_FIXTURES_DIR}/llama-tiny.gguf")
+    foreach(variant IN ITEMS "llama2-sys|full" "chatml|split")
+      string(REPLACE "|" ";" parts "${variant}")
+      list(GET parts 0 tmpl)
+      list(GET parts 1 mem)
+      add_test(NAME examples.generate.chat.${tmpl}.${mem}
+               COMMAND ${CMAKE_COMMAND} "-DGENERATE=$<TARGET_FILE:generate>"
+                       "-DMODEL=${MNEMO_FIXTURES_DIR}/llama-tiny.gguf" -DTEMPLATE=${tmpl}
+                       -DMEMORY=${mem} "-DWORK_DIR=${CMAKE_CURRENT_BINARY_DIR}"
+                       -P "${CMAKE_CURRENT_SOURCE_DIR}/examples/chat_reuse_check.cmake")
+      set_tests_properties(examples.generate.chat.${tmpl}.${mem} PROPERTIES LABELS examples)
+    endforeach()
+  endif()
+  # A model without tokenizer.chat_template and no --chat-template: exit 1, naming the fix.
+  add_test(NAME examples.generate.chat-no-template
+           COMMAND sh -c "out=$(\"$<TARGET_FILE:generate>\" \"${mnemo_tiny_llama}\" --chat 2>&1 < /dev/null); test $? -eq 1 && echo \"$out\" | grep -q -- --chat-template")
+  set_tests_properties(examples.generate.chat-no-template PROPERTIES
+                       FIXTURES_REQUIRED mnemo_tiny_llama LABELS examples)
+
   # The memory factory's split strategy against llama.cpp's logits (mnemo-replay).
   if(EXISTS "${MNEMO_FIXTURES_DIR}/llama-tiny.gguf")
     add_test(NAME examples.replay.llama-tiny.multi.split
@@ -48,7 +77,10 @@ if(MNEMO_BUILD_EXAMPLES)
   # tiny model's path).
   foreach(bad IN ITEMS "batched_bench|MODEL -npl 0" "batched_bench|MODEL --kv q5_1"
                        "batched_bench|" "generate|MODEL -n" "generate|MODEL --temp -1"
-                       "generate|MODEL -p x --tokens 1" "demo|--clients 0" "demo|MODEL")
+                       "generate|MODEL -p x --tokens 1" "generate|MODEL -p x --system y"
+                       "generate|MODEL --chat --chat-template nope" "demo|--clients 0"
+                       "demo|MODEL"
+                       "custom_policy|0" "custom_policy|64 100" "custom_policy|64 16 row")
     string(REPLACE "|" ";" parts "${bad}")
     list(GET parts 0 prog)
     list(GET parts 1 args)

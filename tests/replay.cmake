@@ -76,6 +76,23 @@ if(MNEMO_BUILD_EXAMPLES AND EXISTS "${MNEMO_FIXTURES_DIR}/llama-tiny.gguf")
       endforeach()
     endforeach()
   endforeach()
+  # The quantised llamas (k-quants and legacy types, mixed per tensor). llama.cpp rounds
+  # activations to 8 bits before its integer products, as mnemo does; a row where one
+  # activation sits on a rounding midpoint jumps by up to 1e-2 max|logit| (about 0.05
+  # here). 0.15 is 4e-2 of the smallest max|logit| (3.9): a decoding mistake moves
+  # these logits by 4 or more.
+  foreach(model IN ITEMS llama-q4_k_m llama-q5_k_m llama-q6_k llama-q3_k_m llama-q2_k llama-q4_1
+                         llama-q5_0 llama-q5_1)
+    foreach(scenario IN ITEMS single chunked)
+      add_test(NAME replay.${model}.${scenario}
+               COMMAND mnemo-replay "${MNEMO_FIXTURES_DIR}/${model}.gguf"
+                       "${MNEMO_FIXTURES_DIR}/${model}.${scenario}.json"
+                       "${CMAKE_CURRENT_BINARY_DIR}/replay.${model}.${scenario}.bin"
+                       --threads 2
+                       --compare "${MNEMO_FIXTURES_DIR}/${model}.${scenario}.bin" 0.15)
+      set_tests_properties(replay.${model}.${scenario} PROPERTIES LABELS replay)
+    endforeach()
+  endforeach()
   add_test(NAME replay.unknown-memory
            COMMAND mnemo-replay "${MNEMO_FIXTURES_DIR}/llama-tiny.gguf"
                    "${MNEMO_FIXTURES_DIR}/llama-tiny.single.json"

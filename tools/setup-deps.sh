@@ -18,6 +18,7 @@ packages=(
   libomp-dev             # OpenMP for clang; GCC brings libgomp
   g++-aarch64-linux-gnu  # the AArch64/NEON cross build of the tests
   qemu-user              # runs that cross build
+  python3                # the C API's ctypes example and its ctest (examples/python)
 )
 
 if ! command -v dpkg-query >/dev/null 2>&1; then

@@ -11,7 +11,7 @@
 // row pointers or output rows. A decode call's rate over this pass's rate on the same
 // bytes is then the kernel's own efficiency; this pass's rate over the read bandwidth
 // is what the machine's FMA throughput leaves of it at that GQA ratio
-// (docs/performance.md, "Session 16").
+// (docs/performance.md, "Attention").
 #pragma once
 
 #include <cstddef>

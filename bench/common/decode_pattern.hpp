@@ -17,11 +17,9 @@
 //   k_groups K in groups, its prefetches running on into the next block's K, and V
 //            head by head, prefetching the next block's V spread over the pass: the
 //            kernel's order at four to seven rows per KV head.
-// On a Zen 4 VM (docs/performance.md, "Session 12", "Session 14" and "Session 15") one
-// thread reads 16-23 GB/s in the heads, groups and k_groups orders against 27-29 in
-// address order, where the hardware prefetchers join the software ones, and 9-11
-// without software prefetch. The gain of groups and k_groups in the kernel shows only
-// with its arithmetic between the loads.
+// Only the address order lets the hardware prefetchers join the software ones, so the
+// other orders read slower here (docs/performance.md, "Attention"); the gain of groups
+// and k_groups in the kernel shows only with its arithmetic between the loads.
 #pragma once
 
 #include <cstddef>

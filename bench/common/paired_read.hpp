@@ -1,7 +1,7 @@
 // Paired read passes: the read bandwidth of the same milliseconds as a kernel's calls.
 //
 // On the reference machine the DRAM bandwidth a VM gets moves by +-10-20% from one
-// minute to the next (docs/performance.md, "Paired read passes"), so a kernel's
+// minute to the next (docs/performance.md, "Method"), so a kernel's
 // frac_read_bw, measured against a probe taken when the process started, mixes the
 // kernel's efficiency with the machine's mood. With MNEMO_BENCH_PAIRED=1 every timed
 // call is followed by one read pass over as many bytes, streamed with the probe's

@@ -1,4 +1,4 @@
-// The fixtures' scenario format (../shared/fixtures/README.md): a JSON file listing
+// The fixtures' scenario format (docs/examples.md, mnemo-replay): a JSON file listing
 // decode calls (tokens, positions, one sequence id per token, every token asks for
 // logits) with an optional sequence operation before each call, and a .bin of f32
 // little-endian logits, one n_vocab row per token in call order.
@@ -23,6 +23,7 @@
 #include "mnemo/base/result.hpp"
 #include "mnemo/base/status.hpp"
 #include "mnemo/batch/batch.hpp"
+#include "mnemo/text/utf8.hpp"
 
 namespace mnemo_examples {
 
@@ -172,7 +173,7 @@ class json_parser {
             if (lo < 0xDC00 || lo >= 0xE000) return fail("bad surrogate pair");
             cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
           }
-          utf8(cp, out);
+          mnemo::text::append_utf8(out, cp);
           break;
         }
         default: return fail("bad escape");
@@ -195,24 +196,6 @@ class json_parser {
       cp = cp * 16 + static_cast<std::uint32_t>(d);
     }
     return {};
-  }
-
-  static void utf8(std::uint32_t cp, std::string& out) {
-    if (cp < 0x80) {
-      out.push_back(static_cast<char>(cp));
-    } else if (cp < 0x800) {
-      out.push_back(static_cast<char>(0xC0 | (cp >> 6)));
-      out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-    } else if (cp < 0x10000) {
-      out.push_back(static_cast<char>(0xE0 | (cp >> 12)));
-      out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-      out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-    } else {
-      out.push_back(static_cast<char>(0xF0 | (cp >> 18)));
-      out.push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
-      out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-      out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-    }
   }
 
   mnemo::status number(json_value& v) {

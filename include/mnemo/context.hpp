@@ -1,6 +1,6 @@
 // mnemo::context<Model, Memory>: decodes batches of many sequences through a model
 // and a memory strategy and keeps the logits of the tokens that asked for them
-// (DESIGN.md "Data flow of one decode call").
+// (docs/architecture.md, "Data flow of one decode call").
 //
 //   auto ctx = context<model::llama_model, memory::full_cache<dtype::f16>>::make(
 //       model, std::move(cache), {.n_ubatch = 512, .n_seq_max = 4});
@@ -11,7 +11,9 @@
 // micro-batch before changing anything; a failure after that (a model or kernel
 // error) rolls the memory back. Either way the memory holds exactly what it held
 // before the call (pending K-shifts may have been applied: same positions, same
-// state bytes), and the context holds no logits.
+// state bytes), and the context holds no logits. An abort callback that asks to stop
+// (context_params::hooks, checked before each micro-batch and between layers) fails
+// the call with status_code::aborted under the same guarantee.
 #pragma once
 
 #include <algorithm>
@@ -21,14 +23,16 @@
 #include <span>
 #include <vector>
 
+#include "mnemo/base/hooks.hpp"
+#include "mnemo/base/parallel.hpp"
 #include "mnemo/base/result.hpp"
 #include "mnemo/base/status.hpp"
 #include "mnemo/batch/batch.hpp"
 #include "mnemo/batch/validate.hpp"
 #include "mnemo/memory/batch_plan.hpp"
 #include "mnemo/memory/concepts.hpp"
+#include "mnemo/memory/token_history.hpp"
 #include "mnemo/simd/isa.hpp"
-#include "mnemo/token_history.hpp"
 
 namespace mnemo {
 
@@ -70,7 +74,12 @@ struct context_params {
   std::uint32_t n_ubatch = 512;  // most tokens per micro-batch (activation buffer size)
   std::uint32_t n_batch = 0;     // most tokens per decode call; 0 = unlimited
   seq_id n_seq_max = 1;          // sequence ids in [0, n_seq_max)
-  int n_threads = 0;             // 0: default_thread_count()
+  /// Threads of single-token micro-batches (generation) and of multi-token ones (prompts),
+  /// as llama.cpp's n_threads / n_threads_batch. 0: default_thread_count() (the physical
+  /// cores available) for n_threads, n_threads' value for n_threads_batch.
+  int n_threads = 0;
+  int n_threads_batch = 0;
+  context_hooks hooks;  // abort, progress and log (base/hooks.hpp)
   /// Keep each sequence's (token, position) history and, when a seq_rm / seq_cp needs
   /// positions a window memory forgot, decode them again (docs/context.md "Lost
   /// context"). Needs the memory's state functions (its *_state.hpp) for the undo.
@@ -98,8 +107,22 @@ class context {
                          "(include the strategy's *_state.hpp)");
     MNEMO_ASSIGN_OR_RETURN(workspace ws, model.make_workspace(p.n_ubatch));
     context c(model, std::move(memory), p, std::move(ws));
+    c.set_threads(p.n_threads, p.n_threads_batch);
+    c.set_hooks(p.hooks);
     if (p.recompute) c.hist_.reset(p.n_seq_max);
     return c;
+  }
+
+  /// Thread counts as in context_params (0: the defaults); params() shows them resolved.
+  void set_threads(int n_threads, int n_threads_batch) noexcept {
+    p_.n_threads = n_threads > 0 ? n_threads : default_thread_count();
+    p_.n_threads_batch = n_threads_batch > 0 ? n_threads_batch : p_.n_threads;
+  }
+  /// Replaces the hooks; a model whose workspace carries them (model::forward_hooks)
+  /// also checks the abort callback between layers.
+  void set_hooks(const context_hooks& h) noexcept {
+    p_.hooks = h;
+    if constexpr (requires { ws_.abort = h.abort; }) ws_.abort = h.abort;
   }
 
   /// Decodes one batch. On success, logits_ith / output_row give the rows of the
@@ -125,14 +148,19 @@ class context {
       if (vb.output(i)) rows_[i] = n_out++;
     logits_.resize(static_cast<std::size_t>(n_out) * nv);
 
-    for (std::size_t u = 0; u < pb.ubatches.size(); ++u) {
+    const std::size_t n_ub = pb.ubatches.size();
+    for (std::size_t u = 0; u < n_ub; ++u) {
       const ubatch& ub = pb.ubatches[u];
-      status st = mem_.apply(u, pb.tokens[u]);
-      if (st) st = model_->template forward<Isa>(mem_, u, ub, ws_, p_.n_threads);
+      const int threads = ub.n_tokens() == 1 ? p_.n_threads : p_.n_threads_batch;
+      status st = p_.hooks.abort.requested() ? aborted_at(u) : mem_.apply(u, pb.tokens[u]);
+      if (st) st = model_->template forward<Isa>(mem_, u, ub, ws_, threads);
       if (!st) {
         mem_.rollback();
+        p_.hooks.log(st.code() == status_code::aborted ? log_level::info : log_level::warn,
+                     "decode: %s; the memory is as before", st.to_string().c_str());
         return st;
       }
+      if (n_ub > 1) p_.hooks.progress(static_cast<float>(u + 1) / static_cast<float>(n_ub));
       const float* src = ws_.logits();
       for (std::uint32_t j = 0; j < ub.n_tokens(); ++j) {
         if (!ub.output[j]) continue;
@@ -222,7 +250,7 @@ class context {
     n_outputs_ = 0;
   }
 
-  // ---- lost context (spec §4.4, §4.5, §10.1) ---------------------------------------
+  // ---- lost context (docs/context.md) ------------------------------------------------
 
   /// The smallest p from which s can continue (seq_rm(s, p, -1), then decode p): 0 for
   /// memories that forget nothing. In recompute mode every p is reachable through
@@ -243,7 +271,7 @@ class context {
   }
   /// In recompute mode: the (token, position) pairs s's cells come from, and whether
   /// that list is complete (no embedding input, no state_read since s was last empty).
-  const token_history& history() const noexcept { return hist_; }
+  const memory::token_history& history() const noexcept { return hist_; }
 
   /// The memory's state (s == -1: all of it) through the strategy's state_write.
   status state_write(seq_id s, std::vector<std::uint8_t>& out) {
@@ -266,6 +294,11 @@ class context {
   context(const Model& m, Memory mem, const context_params& p, workspace ws)
       : model_(&m), mem_(std::move(mem)), p_(p), ws_(std::move(ws)) {}
 
+  static status aborted_at(std::size_t u) {
+    return make_status(status_code::aborted,
+                       "decode: stopped by the abort callback before micro-batch %zu", u);
+  }
+
   /// Recompute mode: what the committed batch added to each sequence.
   void record(const validated_batch& vb) {
     for (std::uint32_t i = 0; i < vb.n_tokens(); ++i)
@@ -283,11 +316,12 @@ class context {
   /// position, so no shorter re-decode is exact. The whole memory is saved first (the
   /// re-decode may reuse window cells of other sequences): on failure it is restored
   /// byte for byte and `why` (the memory's refusal) comes back with the reason.
-  status recompute(seq_id s, const std::vector<token_history::entry>& entries, const status& why) {
+  status recompute(seq_id s, const std::vector<memory::token_history::entry>& entries,
+                   const status& why) {
     if constexpr (context_detail::has_state_io<Memory>) {
       std::vector<std::uint8_t> saved;
       MNEMO_RETURN_IF_ERROR(context_detail::write_state(mem_, -1, saved).with_context("recompute"));
-      token_history::snapshot old = hist_.save(s);
+      memory::token_history::snapshot old = hist_.save(s);
       status st = mem_.seq_rm(s, -1, -1);
       if (st) hist_.seq_rm(s, -1, -1);
       batch b;
@@ -318,7 +352,7 @@ class context {
   std::vector<std::int32_t> row_of_token_;  // [n_tokens] output row or -1
   std::vector<std::int32_t> rows_;          // the same, being built
   std::uint32_t n_outputs_ = 0;
-  token_history hist_;  // recompute mode only
+  memory::token_history hist_;  // recompute mode only
 };
 
 }  // namespace mnemo

@@ -1,5 +1,5 @@
-// Masks from cell metadata: the inequalities of spec/memory.md §2.5 and its tests
-// T24-T27, through attention::keeps().
+// Masks from cell metadata: the inequalities of docs/attention.md case by case
+// (tests T24-T27), through attention::keeps().
 #include <set>
 
 #include <gtest/gtest.h>

@@ -53,7 +53,7 @@ class generator {
       const std::size_t len = coupling ? static_cast<std::size_t>(pick(1, 4)) : 1;
       std::vector<seq_id> fam(ids.begin() + k, ids.begin() + std::min(ids.size(), k + len));
       k += fam.size();
-      // Coupled sequences agree in the memory (§7.2 item 7).
+      // Coupled sequences agree in the memory (docs/batch.md).
       pos_t start = auto_pos ? 0 : pick(0, 3);
       if (pick(0, 2) != 0) {
         const pos_t lo = pick(0, 5), hi = lo + pick(0, 20);
@@ -97,7 +97,7 @@ class generator {
       if (ready.empty()) break;
       stream& st =
           streams_[ready[static_cast<std::size_t>(pick(0, static_cast<int>(ready.size()) - 1))]];
-      // A repeated position now and then (allowed, §7.2 item 6) with explicit positions.
+      // A repeated position now and then (allowed: docs/batch.md) with explicit positions.
       const bool repeat = !auto_pos && st.emitted && pick(0, 9) == 0;
       const pos_t p = repeat ? st.next - 1 : st.next++;
       st.emitted = true;

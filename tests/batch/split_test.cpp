@@ -1,4 +1,4 @@
-// The splitters on hand-made batches: spec T45, T46, T59, T85 (D-10), the sequential
+// The splitters on hand-made batches: tests T45, T46, T59, T85 (docs/batch.md), the sequential
 // split of coupled tokens, split_seq's subsets, output order, split_all and reset.
 #include <string>
 #include <vector>
@@ -99,7 +99,7 @@ TEST(BatchSplit, T46UnequalLengthsShortestCommonLengthFirst) {
 }
 
 TEST(BatchSplit, SequentialSkipsANonConsecutiveSequence) {
-  const batch b = interleaved({{0, 1}, {2, 1}});  // seqs {0, 2}: one ubatch each (§3.2)
+  const batch b = interleaved({{0, 1}, {2, 1}});  // seqs {0, 2}: one ubatch each (split streams)
   auto v = validate(b, limits(3));
   ASSERT_TRUE(v.is_ok());
   batch_splitter sp(*v);

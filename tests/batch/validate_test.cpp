@@ -1,4 +1,4 @@
-// Batch validation: the §9.I tests (T78..T84, T86) and the §7.2 rules one by one.
+// Batch validation: tests T78..T84 and T86, then the rules of docs/batch.md one by one.
 #include <string>
 #include <utility>
 #include <vector>
@@ -38,7 +38,7 @@ std::vector<std::uint8_t> outputs_of(const validated_batch& v) {
   return {v.outputs().begin(), v.outputs().end()};
 }
 
-// ---- §9.I -----------------------------------------------------------------------
+// ---- T78..T86 --------------------------------------------------------------------
 
 TEST(BatchValidation, T78InvalidTokenSeqIdOrEmptyBatch) {
   batch neg;
@@ -145,7 +145,7 @@ TEST(BatchValidation, T86SequencesThatMergeAreRejected) {
                          {"token 3", "sequence 1", "{1, 2}", "token 1", "{0, 1}", "merge"}));
 }
 
-// ---- §7.2 rules one by one ----------------------------------------------------------
+// ---- the rules one by one -----------------------------------------------------------
 
 TEST(BatchValidation, NSeqMaxMustBeWithinOneTo256) {
   const batch b = batch::one(std::vector<token_id>{1});

@@ -12,9 +12,9 @@
 #include "mnemo/evict/snapkv.hpp"
 #include "mnemo/evict/streaming_llm.hpp"
 #include "mnemo/evict/tova.hpp"
-#include "mnemo/memory/bounded_state.hpp"
-#include "mnemo/memory/full_cache.hpp"
-#include "mnemo/memory/full_cache_state.hpp"
+#include "mnemo/memory/bounded/bounded_state.hpp"
+#include "mnemo/memory/full/full_cache.hpp"
+#include "mnemo/memory/full/full_cache_state.hpp"
 
 namespace {
 
@@ -106,7 +106,7 @@ TEST(BoundedModel, EvictionChangesLogitsAndKeepsBudget) {
 }
 
 /// Logits after a reload or a fork: the same cells, maybe in other slots, so the
-/// attention sums run in another order (spec §3.2 tier 0, slot-order independence).
+/// attention sums run in another order (slot-order independence).
 void expect_close(const std::vector<std::vector<float>>& a,
                   const std::vector<std::vector<float>>& b, const char* what) {
   ASSERT_EQ(a.size(), b.size()) << what;

@@ -1,4 +1,4 @@
-// The quality harness (spec/eviction.md §3.2): (1) synthetic Q/K/V with a planted
+// The quality harness (docs/eviction.md, "Quality harness"): (1) synthetic Q/K/V with a planted
 // heavy hitter and needle: attention-output error against the full cache and
 // needle retention per policy and budget; (2) a random-weight Llama from the GGUF
 // writer: per-step logit KL(full || bounded) per policy and budget, per layer and, for
@@ -19,7 +19,7 @@
 #include "mnemo/evict/snapkv.hpp"
 #include "mnemo/evict/streaming_llm.hpp"
 #include "mnemo/evict/tova.hpp"
-#include "mnemo/memory/full_cache.hpp"
+#include "mnemo/memory/full/full_cache.hpp"
 #include "mnemo/model/llama.hpp"
 
 namespace {
@@ -181,7 +181,7 @@ TEST(EvictQuality, RandomLlamaKLFallsWithBudget) {
   for_each_policy(M.hparams().n_head_kv, M.hparams().d_k, [&](const char* name, auto policy) {
     EXPECT_EQ(rows(name, policy, memory::kv_granularity::per_layer).back(), 0.0) << name;
   });
-  // Per-KV-head lanes for the policies that score per head (spec granularity Hkv).
+  // Per-KV-head lanes for the policies that score per head .
   const auto head = memory::kv_granularity::per_kv_head;
   rows("h2o per head", h2o_p(), head);
   rows("tova per head", evict::tova{}, head);

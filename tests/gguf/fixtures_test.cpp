@@ -1,5 +1,5 @@
 // Opens every shared fixture model (MNEMO_FIXTURES_DIR, set by tests/model.cmake) and
-// checks facts stated in fixtures/MODELS.md and README.md, plus values read from the
+// checks facts the fixtures' own documentation states, plus values read from the
 // files by an independent script (noted where used). Skips when the fixtures are absent.
 #include <cmath>
 #include <cstdint>
@@ -77,7 +77,7 @@ TEST(GgufFixtures, EveryModelOpensWithItsArchitectureAndTensors) {
     ASSERT_TRUE(tokens.is_ok()) << tokens.error().to_string();
     EXPECT_EQ(tokens->size(), 512u);
     EXPECT_EQ((*tokens)[0], "<unk>");
-    EXPECT_EQ((*tokens)[3], "<0x00>");  // byte tokens 3..258 (MODELS.md section 2)
+    EXPECT_EQ((*tokens)[3], "<0x00>");  // byte tokens 3..258
     EXPECT_EQ((*tokens)[258], "<0xFF>");
     const auto* lo = f.bytes().data();
     for (const gguf::tensor& t : f.tensors()) {
@@ -86,7 +86,7 @@ TEST(GgufFixtures, EveryModelOpensWithItsArchitectureAndTensors) {
       EXPECT_EQ(reinterpret_cast<std::uintptr_t>(t.data.data()) % 32, 0u) << t.name;
       EXPECT_EQ(f.find_tensor(t.name), &t);
     }
-    // Tied output (MODELS.md section 2): gemma3 and mamba have no output.weight.
+    // Tied output: gemma3 and mamba have no output.weight.
     const bool tied = a == "gemma3" || a == "mamba";
     EXPECT_EQ(f.find_tensor("output.weight") == nullptr, tied);
     ASSERT_NE(f.find_tensor("token_embd.weight"), nullptr);
@@ -145,7 +145,6 @@ TEST(GgufFixtures, LlamaTinyHyperParametersAndData) {
 TEST(GgufFixtures, LlamaGqa4F16Tensors) {
   MNEMO_SKIP_WITHOUT_FIXTURES();
   MNEMO_OPEN_FIXTURE(f, "llama-gqa4-f16.gguf");
-  // MODELS.md section 3.
   EXPECT_EQ(f.get_u32("llama.feed_forward_length").value_or(0), 688u);
   EXPECT_EQ(f.get_u32("llama.attention.head_count_kv").value_or(0), 1u);
   EXPECT_EQ(f.get_u32("llama.rope.dimension_count").value_or(0), 64u);
@@ -166,7 +165,7 @@ TEST(GgufFixtures, LlamaGqa4F16Tensors) {
 
 TEST(GgufFixtures, GemmaMambaJambaKeys) {
   MNEMO_SKIP_WITHOUT_FIXTURES();
-  MNEMO_OPEN_FIXTURE(g, "gemma3-iswa.gguf");  // MODELS.md section 4
+  MNEMO_OPEN_FIXTURE(g, "gemma3-iswa.gguf");
   EXPECT_EQ(g.get_u32("gemma3.attention.sliding_window").value_or(0), 16u);
   EXPECT_EQ(g.get_u32("gemma3.attention.sliding_window_pattern").value_or(0), 6u);
   EXPECT_EQ(g.get_u32("gemma3.attention.key_length").value_or(0), 64u);
@@ -174,7 +173,7 @@ TEST(GgufFixtures, GemmaMambaJambaKeys) {
   EXPECT_FLOAT_EQ(g.get_f32("gemma3.rope.freq_base").value_or(0), 1e6f);
   EXPECT_EQ(g.find_tensor("blk.5.attn_q.weight")->dims[1], 256u);
 
-  MNEMO_OPEN_FIXTURE(m, "mamba.gguf");  // section 5
+  MNEMO_OPEN_FIXTURE(m, "mamba.gguf");
   EXPECT_EQ(m.get_u32("mamba.ssm.conv_kernel").value_or(0), 4u);
   EXPECT_EQ(m.get_u32("mamba.ssm.inner_size").value_or(0), 256u);
   EXPECT_EQ(m.get_u32("mamba.ssm.state_size").value_or(0), 16u);
@@ -187,7 +186,7 @@ TEST(GgufFixtures, GemmaMambaJambaKeys) {
   EXPECT_FLOAT_EQ(f32_at(*a, 0), -1.0f);  // A[c][s] = -(s+1)
   EXPECT_FLOAT_EQ(f32_at(*a, 15), -16.0f);
 
-  MNEMO_OPEN_FIXTURE(j, "jamba.gguf");  // section 6
+  MNEMO_OPEN_FIXTURE(j, "jamba.gguf");
   auto kv = j.get_array<std::int32_t>("jamba.attention.head_count_kv");
   ASSERT_TRUE(kv.is_ok()) << kv.error().to_string();
   EXPECT_EQ(kv->to_vector(), (std::vector<std::int32_t>{0, 2, 0, 2}));

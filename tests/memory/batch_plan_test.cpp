@@ -1,5 +1,5 @@
 // Batch -> validation against the memory -> split -> planning -> apply/commit, on the
-// unified cache: the planning guarantee (spec §1.1) and position continuity through
+// unified cache: the planning guarantee (docs/memory.md) and position continuity through
 // the real batch layer (T02, T06, T18, T19, T79).
 #include <limits>
 #include <vector>

@@ -1,7 +1,7 @@
-// Shared harness of the memory behavioural tests (spec/memory.md §9 conventions):
+// Shared harness of the memory behavioural tests (docs/full-cache.md):
 // make a cache, dec(s, a..b) with deterministic K/V rows derived from (seed, layer,
-// seq, pos), a tiny batch-continuity check standing in for batch validation (§7.2
-// items 5, 6 and 8; the real validator lives in mnemo/batch), and introspection of
+// seq, pos), a tiny batch-continuity check standing in for batch validation (docs/batch.md
+// rules; the real validator lives in mnemo/batch), and introspection of
 // cell metadata and raw K/V bytes.
 #pragma once
 
@@ -153,7 +153,7 @@ inline seq_id first_seq(const seq_set& o) {
   return -1;
 }
 
-/// llama_decode's return codes (spec §1.4), as far as the memory decides them.
+/// llama_decode's return codes (docs/memory.md), as far as the memory decides them.
 enum decode_code : int { k_ok = 0, k_no_space = 1, k_aborted = 2, k_invalid = -1, k_failed = -2 };
 
 struct decode_options {
@@ -163,7 +163,7 @@ struct decode_options {
   std::uint64_t seed = k_seed;
 };
 
-/// Spec §7.2 items 5, 6 and 8 for every sequence of the batch: it continues its
+/// docs/batch.md's continuity rules for every sequence of the batch: it continues its
 /// memory (min = pos_max + 1 when not empty), has no gaps, never decreases.
 template <class C>
 bool batch_is_continuous(const C& c, const std::vector<token>& batch) {
@@ -376,7 +376,7 @@ inline std::string first_difference(const snapshot& a, const snapshot& b) {
   return "";
 }
 
-/// The cells' derived data agree with the per-cell metadata (spec §2.1 invariants).
+/// The cells' derived data agree with the per-cell metadata (docs/full-cache.md).
 template <class C>
 std::string check_invariants(const C& c) {
   const auto& cells = c.cells();

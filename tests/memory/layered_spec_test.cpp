@@ -1,11 +1,11 @@
 // The per-layer composite (layered.hpp): routing, planning and transactions across
-// parts, all-or-nothing sequence operations and state (spec §6.2 LIB), with the spec's
+// parts, all-or-nothing sequence operations and state (docs/composite.md), with the
 // iSWA and hybrid tests adapted (T37, T38, T60-T62), and the memory of interleaved SWA
 // (5 local + 1 global layers, window 1024) against a full cache at 32k context.
 #include <gtest/gtest.h>
 
-#include "mnemo/memory/layered.hpp"
-#include "mnemo/memory/layered_state.hpp"
+#include "mnemo/memory/layered/layered.hpp"
+#include "mnemo/memory/layered/layered_state.hpp"
 //
 #include "memory/harness.hpp"
 
@@ -125,7 +125,7 @@ TEST_F(LayeredSpec, RoutesLayersAndModelsKvMemory) {
 }
 
 // T37: base holds 0..39, the window part forgot below 24; seq_rm(0, 20, -1) would need
-// the window of 20. llama.cpp: true, pos_max -1 (D-4). Here: refused in both parts.
+// the window of 20. llama.cpp: true, pos_max -1. Here: refused in both parts.
 TEST_F(LayeredSpec, T37RemovalBelowTheWindowIsRefusedEverywhere) {
   auto m = make_iswa(64, 16, 4);
   ASSERT_TRUE(dec_m(m, 0, 0, 39, 8).is_ok());

@@ -1,6 +1,6 @@
 // Transactions of the recurrent memory: a batch of several micro-batches over several
 // sequences fails in the middle and rollback() restores every state byte for byte and
-// every position (D-15); prepare refuses bad batches before anything changes; the
+// every position; prepare refuses bad batches before anything changes; the
 // model's view (groups, layer_state) follows the plan; the batch layer's equal split
 // drives it end to end.
 #include "memory/recurrent_harness.hpp"

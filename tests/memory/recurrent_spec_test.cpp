@@ -1,4 +1,4 @@
-// The recurrent memory against spec/memory.md §5 and its tests T47-T58 (section F),
+// The recurrent memory against docs/recurrent.md and its tests T47-T58 (section F),
 // with the LIB deviations of recurrent.hpp: unrepresentable removals are errors that
 // change nothing, rollback goes through checkpoints taken at micro-batch boundaries.
 #include "memory/recurrent_harness.hpp"
@@ -30,7 +30,7 @@ TEST(RecurrentSpec, T48RemovalsWithoutCheckpoints) {
   EXPECT_EQ(state_of(m, 0), before);
   EXPECT_TRUE(m.seq_rm(0, 5, k_end).is_ok());  // the future: nothing held there
   EXPECT_EQ(m.seq_pos_max(0), 4);
-  // A prefix: llama.cpp returns true and keeps the tokens (D-16); here an error.
+  // A prefix: llama.cpp returns true and keeps the tokens; here an error.
   EXPECT_EQ(m.seq_rm(0, 0, 3).code(), status_code::unsupported);
   EXPECT_EQ(m.seq_pos_min(0), 4);
   EXPECT_TRUE(m.seq_rm(0, k_end, k_end).is_ok());
@@ -164,7 +164,7 @@ TEST(RecurrentSpec, SeqKeepEmptiesTheOthers) {
   EXPECT_EQ(m.seq_pos_max(2), -1);
 }
 
-// Copying a branch point (MODELS.md §5: llama.cpp ignores the range and the next
+// Copying a branch point (llama.cpp ignores the range and the next
 // decode fails): with a checkpoint there, dst gets that state; without, an error.
 TEST(RecurrentSpec, CopyOfAPrefixUsesACheckpoint) {
   recurrent m = make_memory(2, 4);

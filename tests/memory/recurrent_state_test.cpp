@@ -1,10 +1,10 @@
-// State save/load of the recurrent memory (spec §8 with the LIB rules of
+// State save/load of the recurrent memory (docs/memory.md, with the rules of
 // state_format.hpp): round trips whole and per sequence (T66, T67), an empty
 // per-sequence state clears dest (T68), and every damaged or mismatched state is
 // refused with the memory unchanged (T72, T73: all checks before any change).
 #include "memory/recurrent_harness.hpp"
 
-#include "mnemo/memory/recurrent_state.hpp"
+#include "mnemo/memory/recurrent/recurrent_state.hpp"
 
 namespace mnemo_test {
 namespace {

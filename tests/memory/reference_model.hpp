@@ -1,5 +1,5 @@
-// A brute-force model of the unified ("full") KV cache, written from spec/memory.md
-// §1.3 and the LIB deviations documented in full_cache.hpp, without any of the
+// A brute-force model of the unified ("full") KV cache, written from docs/memory.md
+// and the deviations from llama.cpp documented in full_cache.hpp, without any of the
 // library's bookkeeping (no cells.hpp, no transaction.hpp): a list of occupied cells
 // {pos, owner set, pending shift, K/V bytes per layer}, linear scans and std::set.
 //
@@ -266,7 +266,7 @@ class reference_cache {
 
   // ---- state ----------------------------------------------------------------------
 
-  /// Pending shifts are applied before writing (D-6); a per-sequence blob holds the
+  /// Pending shifts are applied before writing; a per-sequence blob holds the
   /// sequence's cells with itself as the only owner.
   status_code state_write(seq_id s, ref_blob& out) {
     if (!valid(s) && s != -1) return status_code::out_of_range;

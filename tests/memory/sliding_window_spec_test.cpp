@@ -1,11 +1,11 @@
-// The sliding-window memory against spec/memory.md §9 D (T31-T36, adapted to the
-// memory object: explicit sizes, n_pad 1) and the lost-context rules of §4.4 / §4.5
+// The sliding-window memory against behavioural tests, group D (T31-T36, adapted to the
+// memory object: explicit sizes, n_pad 1) and the lost-context rules of docs/sliding-window.md
 // (LIB: statuses and earliest_restorable_pos instead of silent success, D-4).
 #include <gtest/gtest.h>
 
 // Before the harness: its state_of() names memory::state_write, found at definition.
-#include "mnemo/memory/sliding_window.hpp"
-#include "mnemo/memory/sliding_window_state.hpp"
+#include "mnemo/memory/window/sliding_window.hpp"
+#include "mnemo/memory/window/sliding_window_state.hpp"
 //
 #include "memory/harness.hpp"
 
@@ -174,7 +174,7 @@ TEST_F(SlidingWindowSpec, T36CheckpointContent) {
   EXPECT_FALSE(d.can_resume(1, 8));
 }
 
-// §4.4: rolling back inside the last batch is valid; further back is refused with the
+// Rolling back inside the last batch is valid; further back is refused with the
 // sequence and the earliest position (llama.cpp: seq_rm returns true, D-4, T37).
 TEST_F(SlidingWindowSpec, SuffixRemovalNeedsTheWindow) {
   auto c = make_swa(8, 1, window_kind::standard, 4);

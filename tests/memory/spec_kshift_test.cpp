@@ -1,4 +1,4 @@
-// spec/memory.md §9 J (T87, T88) and the [num] parts of T10, T13 and T91 at the
+// behavioural tests, group J (T87, T88) and the [num] parts of T10, T13 and T91 at the
 // memory level: keys are stored rotated by RoPE at their positions; after position
 // edits and update() every cached key must equal its raw key rotated at the new
 // position, for f32, f16 and q8_0 K caches and several RoPE configurations.

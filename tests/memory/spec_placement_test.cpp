@@ -1,4 +1,4 @@
-// spec/memory.md §9 B: slot finding, placement and atomicity of the unified cache
+// Behavioural tests, group B: slot finding, placement and atomicity of the unified cache
 // (T17-T20), exact rollback of a batch whose caller fails midway (T21/T22 at the
 // memory level), and refusal of tokens the memory could not represent (T69, D-8).
 #include "memory/harness.hpp"

@@ -1,4 +1,4 @@
-// spec/memory.md §9 A, part 1: ranges and the basic sequence operations of the
+// Behavioural tests, group A, part 1: ranges and the basic sequence operations of the
 // unified (full) cache (T01-T09, T16), driven directly at the memory level.
 #include "memory/harness.hpp"
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-// spec/memory.md §9 A, part 2: position shifts (seq_add, seq_div), the pending
+// Behavioural tests, group A, part 2: position shifts (seq_add, seq_div), the pending
 // K-shift bookkeeping, shift-less models (T10-T15, T89/T90 at the memory level)
 // and copy-on-write of shared cells (T91).
 #include "memory/harness.hpp"

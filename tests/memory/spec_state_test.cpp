@@ -1,4 +1,4 @@
-// spec/memory.md §9 H: state files of the unified cache (T66-T73, T76, T77). mnemo
+// Behavioural tests, group H: state files of the unified cache (T66-T73, T76, T77). mnemo
 // writes its own versioned format (state_format.hpp), so T64/T65/T74/T75's llama.cpp
 // byte layouts are replaced by the format's own size formula and header fields.
 #include "memory/harness.hpp"

@@ -356,7 +356,7 @@ class differential {
 
   std::string state(seq_id s, seq_id dest) {
     if (r_.chance(40)) {                         // whole: write, clear, read back
-      auto blob = memory::state_write(*split_);  // applies pending shifts (D-6)
+      auto blob = memory::state_write(*split_);  // applies pending shifts
       auto fblob = memory::state_write(*full_);
       if (!blob.is_ok() || !fblob.is_ok()) return "whole state_write failed";
       const auto before = snapshot_split();

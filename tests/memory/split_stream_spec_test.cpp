@@ -1,7 +1,7 @@
-// memory::split_stream against spec/memory.md §3 and §9 E (T09, T39-T46, T70) and
-// the block-sharing design of docs/split-stream.md: copies share blocks, a write
-// into a shared block copies it inside the transaction, every refusal names the
-// sequence and changes nothing.
+// memory::split_stream against docs/split-stream.md and behavioural tests, group E (T09, T39-T46,
+// T70) and the block-sharing design of docs/split-stream.md: copies share blocks, a write into a
+// shared block copies it inside the transaction, every refusal names the sequence and changes
+// nothing.
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -274,7 +274,7 @@ TEST_F(SplitStream, T09SeqKeepEmptiesEveryOtherStream) {
   ASSERT_EQ(dec(c, 1, 0, 4), k_ok);
   ASSERT_TRUE(c.seq_keep(0).is_ok());
   EXPECT_EQ(c.seq_pos_max(0), 4);
-  EXPECT_EQ(c.seq_pos_max(1), -1);  // llama.cpp: 4 (D-3)
+  EXPECT_EQ(c.seq_pos_max(1), -1);  // llama.cpp: 4
   EXPECT_EQ(c.pool().n_free(), c.pool().n_blocks() - 2);
 }
 
@@ -397,7 +397,7 @@ TEST_F(SplitStream, T70WholeRestoreKeepsEveryStreamAndTheSharing) {
   const status st = memory::state_read(d, blob);
   ASSERT_TRUE(st.is_ok()) << st.to_string();
   EXPECT_TRUE(snap_split(d) == snap_split(c));
-  EXPECT_EQ(d.seq_pos_max(0), 6);  // llama.cpp: -1 (D-12)
+  EXPECT_EQ(d.seq_pos_max(0), 6);  // llama.cpp: -1
   EXPECT_EQ(d.blocks().shared, 2u);
   // Per-sequence round trip (T66/T67 style): into another sequence.
   const auto b0 = state_of(c, 0);

@@ -1,4 +1,4 @@
-// Compatibility checks of state files (spec §8.5 LIB): a file written by a cache of
+// Compatibility checks of state files (docs/memory.md): a file written by a cache of
 // another shape, K/V element type, strategy, RoPE configuration, format version or
 // stream count is refused with a status that names the mismatch, and the reading
 // cache is left exactly as it was.

@@ -17,7 +17,7 @@
 #include "mnemo/base/rng.hpp"
 #include "mnemo/context.hpp"
 #include "mnemo/gguf/writer.hpp"
-#include "mnemo/memory/full_cache.hpp"
+#include "mnemo/memory/full/full_cache.hpp"
 #include "mnemo/model/architectures.hpp"
 
 namespace {
@@ -324,7 +324,7 @@ TEST(ArchDispatch, OpensEveryArchitectureByName) {
   EXPECT_NE(llama.error().message().find("qwen2"), std::string::npos);
 }
 
-// The fixtures of the second set, when present: the hyper-parameters MODELS.md lists.
+// The fixtures of the second set, when present: the hyper-parameters each file states.
 TEST(ArchFixtures, ReadTheHyperParametersMODELSmdLists) {
   const std::string dir = MNEMO_FIXTURES_DIR;
   auto open = [&](const char* name) { return model::open_attention_decoder(dir + "/" + name); };

@@ -1,12 +1,12 @@
 // End-to-end equivalence with llama.cpp for the Gemma-3-style model: every scenario of
-// the gemma3-iswa fixture (../shared/fixtures, MODELS.md §4) through context and
+// the gemma3-iswa fixture (MNEMO_FIXTURES_DIR; docs/gemma3.md) through context and
 //  - full:       one full cache of 4096 cells for every layer (the window is a mask);
 //  - iswa:       the composite with the harness's sizes (n_ubatch 512, n_seq_max 4: the
 //                window part has pad(16 * 4 + 512, 256) = 768 cells, never full here);
 //  - iswa-small: the composite with n_ubatch 32 and a window part of exactly
 //                n_swa * n_seq_max + n_ubatch = 96 cells, so that `chunked` (300 tokens)
 //                reuses cells and forgets positions, and still matches.
-// Bound: README/MODELS.md §7, about 5e-3 with exact GELU (llama.cpp's GELU goes through an
+// Bound: the fixtures' tolerance, about 5e-3 with exact GELU (llama.cpp's GELU goes through an
 // f16 table); arg-max as in llama_fixtures_test.cpp: a row may differ only when
 // llama.cpp's top-2 gap is within 2 * bound.
 // Also: the branch scenario with forgetting (resumable at 32), the model's hyper-parameter
@@ -25,9 +25,9 @@
 
 #include "mnemo/base/rng.hpp"
 #include "mnemo/context.hpp"
-#include "mnemo/memory/full_cache.hpp"
-#include "mnemo/memory/layered.hpp"
-#include "mnemo/memory/sliding_window.hpp"
+#include "mnemo/memory/full/full_cache.hpp"
+#include "mnemo/memory/layered/layered.hpp"
+#include "mnemo/memory/window/sliding_window.hpp"
 #include "mnemo/model/gemma3.hpp"
 #include "mnemo/simd/cpu.hpp"
 
@@ -91,7 +91,7 @@ TEST_P(Gemma3Fixtures, LogitsMatchLlamaCpp) {
   ASSERT_NO_FATAL_FAILURE(fixture_harness::load_case(stem, fc));
   auto ours = kv == "f16" ? replay<dtype::f16>(mode, *m, fc.sc) : replay<float>(mode, *m, fc.sc);
   ASSERT_TRUE(ours.is_ok()) << ours.error().to_string();
-  // f32: the README's 5e-3 (measured worst 2.1e-3, MODELS.md §7); an f16 K/V cache
+  // f32: the fixtures' 5e-3 (measured worst 2.1e-3, docs/gemma3.md); an f16 K/V cache
   // adds its rounding of keys and values (measured in docs/gemma3.md). A row's arg-max
   // may differ only within 2 * bound of llama.cpp's top-2 gap.
   fixture_harness::compare_logits(stem + " " + mode + " kv " + kv, *ours, fc, m->n_vocab(),
@@ -191,7 +191,7 @@ TEST(Gemma3Model, ReadsTheLayerPatternAndScales) {
   EXPECT_FALSE(m->full_cache_config(64, 1).shift_supported);
   auto mem = m->make_iswa<float>(4096, 4, 512);
   ASSERT_TRUE(mem.is_ok()) << mem.error().to_string();
-  EXPECT_EQ(mem->part<1>().size(), 768u);  // MODELS.md §4: the size llama.cpp uses
+  EXPECT_EQ(mem->part<1>().size(), 768u);  // the size llama.cpp uses
   EXPECT_EQ(mem->part<0>().size(), 4096u);
 }
 

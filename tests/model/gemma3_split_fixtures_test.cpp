@@ -1,7 +1,7 @@
 // The Gemma-3-style model on split streams in every layer
 // (gemma3_model::make_iswa_split: global layers on split_stream, local layers on the
 // per-stream split_window) through context, against llama.cpp's logits for every gemma3-iswa
-// fixture scenario (../shared/fixtures, MODELS.md §4), with
+// fixture scenario (docs/gemma3.md), with
 //  - split:       n_ubatch 512, windows of pad(16 + 512, 256) = 768 cells per stream;
 //  - split-small: n_ubatch 32 and windows of exactly n_swa + n_ubatch = 48 cells per
 //                 stream, so that `chunked` (300 tokens) forgets positions.

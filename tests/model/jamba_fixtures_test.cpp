@@ -1,5 +1,5 @@
-// End-to-end equivalence with llama.cpp for the hybrid fixture (../shared/fixtures
-// `jamba`, MODELS.md §6: Mamba layers 0 and 2, attention layers 1 and 3, dense FFN):
+// End-to-end equivalence with llama.cpp for the hybrid fixture (the fixtures'
+// `jamba`: Mamba layers 0 and 2, attention layers 1 and 3, dense FFN):
 // every scenario through context + layered<KV part, recurrent>, with the attention
 // layers on the unified cache (full_cache) and on split streams (split_stream), on the
 // native ISA and the scalar path. Bound (README): 1e-4 * max|logit|, identical arg-max
@@ -14,10 +14,10 @@
 #include <gtest/gtest.h>
 
 #include "mnemo/context.hpp"
-#include "mnemo/memory/full_cache.hpp"
-#include "mnemo/memory/layered.hpp"
-#include "mnemo/memory/recurrent.hpp"
-#include "mnemo/memory/split_stream.hpp"
+#include "mnemo/memory/full/full_cache.hpp"
+#include "mnemo/memory/layered/layered.hpp"
+#include "mnemo/memory/recurrent/recurrent.hpp"
+#include "mnemo/memory/stream/split_stream.hpp"
 #include "mnemo/model/jamba.hpp"
 #include "mnemo/model/mamba.hpp"
 
@@ -114,7 +114,7 @@ TEST(JambaLoad, LayerLayoutAndChecks) {
 }
 
 TEST(JambaFixtures, SingleRowsEqualMultiRows) {
-  // MODELS.md §7: sequence 0's 17 rows of `multi` equal `single`'s first 17 (split
+  // Sequence 0's 17 rows of `multi` equal `single`'s first 17 (split
   // micro-batches must not change a sequence's result).
   if (!std::filesystem::exists(fixture("jamba.multi.json"))) GTEST_SKIP() << "no fixtures";
   const model::jamba_model* m = the_model();

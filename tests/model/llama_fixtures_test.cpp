@@ -1,5 +1,5 @@
 // End-to-end equivalence with llama.cpp: every scenario of the llama fixtures
-// (../shared/fixtures) through context + full_cache with the fixtures' harness
+// (MNEMO_FIXTURES_DIR) through context + full_cache with the fixtures' harness
 // settings (n_ubatch 512, n_seq_max 4, `before` operations), logits compared with the
 // .bin that llama.cpp wrote. The bounds, per model and K/V type, are in bound_for; the comparison
 // is fixture_harness.hpp.
@@ -13,7 +13,7 @@
 #include <gtest/gtest.h>
 
 #include "mnemo/context.hpp"
-#include "mnemo/memory/full_cache.hpp"
+#include "mnemo/memory/full/full_cache.hpp"
 #include "mnemo/model/llama.hpp"
 
 namespace {

@@ -1,5 +1,5 @@
-// End-to-end equivalence with llama.cpp for the Mamba-1 fixture (../shared/fixtures
-// `mamba`, MODELS.md §5): every scenario through context + memory::recurrent with the
+// End-to-end equivalence with llama.cpp for the Mamba-1 fixture (the fixtures'
+// `mamba`): every scenario through context + memory::recurrent with the
 // fixtures' harness settings (n_ubatch 512, n_seq_max 4), on the native ISA and on the
 // scalar path. Bound (README): 1e-4 * max|logit| (measured: docs/recurrent.md), and the
 // arg-max must agree on every row. Also checks the load-time refusals.
@@ -13,7 +13,7 @@
 #include <gtest/gtest.h>
 
 #include "mnemo/context.hpp"
-#include "mnemo/memory/recurrent.hpp"
+#include "mnemo/memory/recurrent/recurrent.hpp"
 #include "mnemo/model/mamba.hpp"
 
 namespace {
@@ -68,7 +68,7 @@ INSTANTIATE_TEST_SUITE_P(All, MambaFixtures,
                          });
 
 TEST(MambaFixtures, BranchIsRefusedNotWrong) {
-  // llama.cpp rejects `branch` on a recurrent model (MODELS.md §5); mnemo refuses the
+  // llama.cpp rejects `branch` on a recurrent model; mnemo refuses the
   // seq_cp of a range its state cannot represent instead of decoding wrong logits.
   if (!std::filesystem::exists(fixture("mamba.gguf"))) GTEST_SKIP() << "no fixtures";
   const model::mamba_model* m = the_model();

@@ -124,9 +124,9 @@ TEST(MalformedVocab, UnknownOrMissingModel) {
   expect_status(load(none), status_code::not_found, "tokenizer.ggml.model");
 
   spm_parts p;
-  gguf::writer bert;
-  bert.add_string("tokenizer.ggml.model", "bert").add_array("tokenizer.ggml.tokens", p.tokens);
-  expect_status(load(bert), status_code::unsupported, "bert");
+  gguf::writer t5;
+  t5.add_string("tokenizer.ggml.model", "t5").add_array("tokenizer.ggml.tokens", p.tokens);
+  expect_status(load(t5), status_code::unsupported, "t5");
 }
 
 TEST(MalformedVocab, MissingArrays) {
@@ -192,15 +192,23 @@ TEST(MalformedVocab, BadMerges) {
 
 TEST(MalformedVocab, PreTokenizerNames) {
   bpe_parts p;
+  p.pre = "no-such-pre";
+  expect_status(load(write_bpe(p)), status_code::unsupported, "no-such-pre");
   p.pre = "llama-bpe";
-  expect_status(load(write_bpe(p)), status_code::unsupported, "llama-bpe");
+  auto llama3 = load(write_bpe(p));
+  ASSERT_TRUE(llama3.is_ok()) << llama3.error().to_string();
+  EXPECT_TRUE(llama3->vocab().add_bos());  // llama3's default, as llama.cpp
 
+  // No pre name selects llama.cpp's "default" type.
   bpe_parts b;
   gguf::writer no_pre;
   no_pre.add_string("tokenizer.ggml.model", "gpt2")
       .add_array("tokenizer.ggml.tokens", b.tokens)
       .add_array("tokenizer.ggml.merges", b.merges);
-  expect_status(load(no_pre), status_code::not_found, "tokenizer.ggml.pre");
+  auto def = load(no_pre);
+  ASSERT_TRUE(def.is_ok()) << def.error().to_string();
+  ASSERT_NE(def->vocab().splitter(), nullptr);
+  EXPECT_EQ(def->vocab().splitter()->type()->type, "DEFAULT");
 }
 
 TEST(MalformedVocab, SpecialIdOutOfRange) {

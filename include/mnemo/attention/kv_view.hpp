@@ -36,7 +36,7 @@ struct kv_view {
 };
 
 /// Queries [n_tokens, n_head, d_k] f32 with, per token, its position, its primary
-/// sequence (spec §2.5: only the first id of a coupled token is used) and its stream.
+/// sequence (only the first id of a coupled token is used: docs/attention.md) and its stream.
 struct query_batch {
   const float* q = nullptr;
   std::size_t n_tokens = 0;

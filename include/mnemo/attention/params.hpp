@@ -1,5 +1,5 @@
 // Attention variants as run-time values (STYLE rule 3): scale, causality, the three
-// sliding-window kinds of spec/memory.md §2.5, and the logit soft-cap.
+// sliding-window kinds of docs/attention.md, and the logit soft-cap.
 #pragma once
 
 #include <cstdint>
@@ -48,7 +48,7 @@ struct params {
   }
 };
 
-/// spec/memory.md §2.5 is_masked_swa(n_swa, type, p0 = key position, p1 = query position).
+/// llama.cpp's is_masked_swa(n_swa, type, p0 = key position, p1 = query position).
 constexpr bool is_masked_by_window(window_kind w, pos_t n_swa, pos_t p_key,
                                    pos_t p_query) noexcept {
   switch (w) {

@@ -1,5 +1,5 @@
 // Statistics sinks: what an eviction policy can ask the kernel to export
-// (spec/eviction.md §4). The null sink is a compile-time no-op, so the fast path
+// (docs/eviction.md). The null sink is a compile-time no-op, so the fast path
 // is the same code as a kernel without export.
 #pragma once
 

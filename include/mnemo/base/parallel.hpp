@@ -3,8 +3,10 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdlib>
 
 #include "mnemo/base/config.hpp"
+#include "mnemo/base/cpu_topology.hpp"
 
 #if MNEMO_HAS_OPENMP
 #include <omp.h>
@@ -12,10 +14,18 @@
 
 namespace mnemo {
 
-/// Threads a parallel region uses when the caller asks for 0 ("all").
+/// Threads a parallel region uses when the caller asks for 0: the physical cores
+/// available to the process (cpu_topology.hpp), capped by OMP_NUM_THREADS when the
+/// user set it; 1 without OpenMP. Read once: the topology does not change under a
+/// running process often enough to pay a sysfs walk per call.
 inline int default_thread_count() noexcept {
 #if MNEMO_HAS_OPENMP
-  return omp_get_max_threads();
+  static const int n = [] {
+    int cores = physical_cores_available();
+    if (std::getenv("OMP_NUM_THREADS") != nullptr) cores = std::min(cores, omp_get_max_threads());
+    return cores < 1 ? 1 : cores;
+  }();
+  return n;
 #else
   return 1;
 #endif

@@ -23,6 +23,7 @@ enum class status_code : int {
   io_error,          // the operating system refused a read, write or map
   failed_compute,    // a kernel or a user callback reported failure
   internal,          // a broken invariant inside mnemo (a bug: please report)
+  aborted,           // the caller's abort callback stopped the call; nothing changed
 };
 
 constexpr std::string_view to_string(status_code c) noexcept {
@@ -37,6 +38,7 @@ constexpr std::string_view to_string(status_code c) noexcept {
     case status_code::io_error: return "i/o error";
     case status_code::failed_compute: return "failed compute";
     case status_code::internal: return "internal error";
+    case status_code::aborted: return "aborted";
   }
   return "unknown";
 }

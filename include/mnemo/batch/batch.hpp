@@ -1,4 +1,4 @@
-// The input of one decode call (spec memory.md §7.1): per token a vocabulary id or an
+// The input of one decode call (docs/batch.md): per token a vocabulary id or an
 // embedding row, a position, one or more sequence ids and an output flag. An owning
 // value type stored as structure of arrays, so kernels and the memory read spans.
 //
@@ -25,7 +25,7 @@ using token_id = std::int32_t;
 /// What a batch carries per token. Tokens and embeddings are never mixed in one batch.
 enum class batch_input : std::uint8_t { none, tokens, embeddings };
 
-/// The output request of one token: explicit no/yes, or "decide for me" (§7.2 item 4:
+/// The output request of one token: explicit no/yes, or "decide for me" (docs/batch.md:
 /// the last token only, or every token when the context computes embeddings).
 enum class output_flag : std::uint8_t { no = 0, yes = 1, unset = 2 };
 

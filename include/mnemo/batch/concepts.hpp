@@ -22,7 +22,7 @@ concept position_source = requires(const M& m, seq_id s) {
   { m.pos_max(s) } -> std::convertible_to<pos_t>;
 };
 
-/// A micro-batch split strategy (spec §7.4): `next` consumes unused tokens of the
+/// A micro-batch split strategy (docs/batch.md): `next` consumes unused tokens of the
 /// splitter's batch and returns the next ubatch, an empty ubatch when every token is
 /// used, or a status when the batch cannot be split this way (nothing consumed then).
 /// Models: simple_split, equal_split, seq_split, any_split (split.hpp).

@@ -1,5 +1,5 @@
-// Micro-batch splitters (spec memory.md §7.4): split_simple, split_equal and split_seq
-// over a validated batch, consuming its tokens, plus the output order (§7.3).
+// Micro-batch splitters (docs/batch.md): split_simple, split_equal and split_seq
+// over a validated batch, consuming its tokens, plus the output order (docs/batch.md).
 //
 // Deviations from llama.cpp, as the spec recommends: split_equal never emits more than
 // n_ubatch tokens (D-10), and every misuse llama.cpp asserts on (n_keep_tail >= n_ubatch,
@@ -75,10 +75,10 @@ class batch_splitter {
   }
 
   /// Up to n_ubatch pairwise disjoint sequence sets, the same number of tokens from
-  /// each, emitted set by set (§7.4). With `sequential` the primary ids of the sets are
-  /// consecutive (split streams, §3.2) and coupled tokens are refused. With
+  /// each, emitted set by set (docs/batch.md). With `sequential` the primary ids of the sets are
+  /// consecutive (split streams) and coupled tokens are refused. With
   /// n_keep_tail > 0 the last n_keep_tail tokens of a set never straddle two ubatches
-  /// (recurrent rollback snapshots, §5.6).
+  /// (recurrent rollback snapshots).
   result<ubatch> split_equal(std::uint32_t n_ubatch, bool sequential,
                              std::uint32_t n_keep_tail = 0);
 
@@ -124,7 +124,7 @@ class batch_splitter {
   }
 
   /// The batch index of every output, in the order the ubatches emit them: output row r
-  /// of the decode belongs to batch token out_ids()[r] (§7.3).
+  /// of the decode belongs to batch token out_ids()[r] (docs/batch.md).
   std::span<const std::uint32_t> out_ids() const noexcept { return out_ids_; }
 
   /// The inverse of out_ids(): [n_tokens] the output row of each batch token, or -1

@@ -1,6 +1,6 @@
 // The split strategies as values (models of split_strategy), so a memory can name its
 // split once — at compile time, or at run time through any_split — and hand it to
-// batch_splitter::split_all. Which memory uses which split: spec memory.md §7.4 table.
+// batch_splitter::split_all. Which memory uses which split: docs/batch.md.
 #pragma once
 
 #include <cstdint>

@@ -1,4 +1,4 @@
-// A micro-batch (spec §7.4): the tokens of a validated batch that the memory places and
+// A micro-batch (docs/batch.md): the tokens of a validated batch that the memory places and
 // the model computes in one step, in ubatch order, with the group structure the memory
 // strategies rely on (equal splits: n_seqs groups of n_seq_tokens tokens each).
 #pragma once

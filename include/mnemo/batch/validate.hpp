@@ -1,4 +1,4 @@
-// Batch validation (spec memory.md §7.2): every rule llama_batch_allocr::init applies,
+// Batch validation (docs/batch.md): every rule llama_batch_allocr::init applies,
 // with the recommended deviations: an oversized batch is a status, not an abort (D-14),
 // and sequence sets must nest along the batch (D-7: a subset test, not an intersection).
 // A failure returns a status naming the problem, the token and the sequence; nothing is
@@ -18,7 +18,7 @@
 
 namespace mnemo {
 
-/// What the context allows. n_seq_max is llama.cpp's n_seq_max' (§1.4 step 4): a split
+/// What the context allows. n_seq_max is llama.cpp's n_seq_max': a split
 /// memory passes its n_seq_max; a unified one may pass up to 256, though spec D-8
 /// recommends its real n_seq_max.
 struct batch_limits {

@@ -1,5 +1,5 @@
 // A batch that passed validate(): every position and output flag is filled in, and the
-// data the splitters and the memory need is derived once (spec §7.2 "Derived data").
+// data the splitters and the memory need is derived once (docs/batch.md).
 #pragma once
 
 #include <cstdint>

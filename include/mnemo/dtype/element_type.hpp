@@ -16,13 +16,30 @@ namespace mnemo::dtype {
 
 /// A storage type by value. The enumerators are the GGUF / ggml type ids, so a GGUF
 /// tensor's type field converts with element_type_from_ggml().
-enum class element_type : std::uint8_t { f32 = 0, f16 = 1, q4_0 = 2, q8_0 = 8, bf16 = 30 };
+/// f32 .. q4_0 are K/V cache and weight types; q4_1 .. q6_K weight types only
+/// (is_kv_type()).
+enum class element_type : std::uint8_t {
+  f32 = 0,
+  f16 = 1,
+  q4_0 = 2,
+  q4_1 = 3,
+  q5_0 = 6,
+  q5_1 = 7,
+  q8_0 = 8,
+  q2_K = 10,
+  q3_K = 11,
+  q4_K = 12,
+  q5_K = 13,
+  q6_K = 14,
+  bf16 = 30
+};
 
 /// Compile-time facts of a storage type.
 template <class E>
 struct element_traits {
-  static_assert(kv_element<E>,
-                "dtype::element_traits<E>: E must be float, f16, bf16, block_q8_0 or block_q4_0");
+  static_assert(stored_element<E>,
+                "dtype::element_traits<E>: E must be float, f16, bf16, block_q8_0, block_q4_0 "
+                "or a weight block (block_q4_1 .. block_q6_K)");
 };
 
 template <>
@@ -61,63 +78,137 @@ struct element_traits<block_q4_0> {
   static constexpr std::string_view name = "q4_0";
 };
 
-template <kv_element E>
+template <>
+struct element_traits<block_q4_1> {
+  static constexpr element_type type = element_type::q4_1;
+  static constexpr std::size_t block_size = k_legacy_block;
+  static constexpr std::size_t block_bytes = sizeof(block_q4_1);
+  static constexpr std::string_view name = "q4_1";
+};
+template <>
+struct element_traits<block_q5_0> {
+  static constexpr element_type type = element_type::q5_0;
+  static constexpr std::size_t block_size = k_legacy_block;
+  static constexpr std::size_t block_bytes = sizeof(block_q5_0);
+  static constexpr std::string_view name = "q5_0";
+};
+template <>
+struct element_traits<block_q5_1> {
+  static constexpr element_type type = element_type::q5_1;
+  static constexpr std::size_t block_size = k_legacy_block;
+  static constexpr std::size_t block_bytes = sizeof(block_q5_1);
+  static constexpr std::string_view name = "q5_1";
+};
+template <>
+struct element_traits<block_q2_K> {
+  static constexpr element_type type = element_type::q2_K;
+  static constexpr std::size_t block_size = k_super_block;
+  static constexpr std::size_t block_bytes = sizeof(block_q2_K);
+  static constexpr std::string_view name = "q2_K";
+};
+template <>
+struct element_traits<block_q3_K> {
+  static constexpr element_type type = element_type::q3_K;
+  static constexpr std::size_t block_size = k_super_block;
+  static constexpr std::size_t block_bytes = sizeof(block_q3_K);
+  static constexpr std::string_view name = "q3_K";
+};
+template <>
+struct element_traits<block_q4_K> {
+  static constexpr element_type type = element_type::q4_K;
+  static constexpr std::size_t block_size = k_super_block;
+  static constexpr std::size_t block_bytes = sizeof(block_q4_K);
+  static constexpr std::string_view name = "q4_K";
+};
+template <>
+struct element_traits<block_q5_K> {
+  static constexpr element_type type = element_type::q5_K;
+  static constexpr std::size_t block_size = k_super_block;
+  static constexpr std::size_t block_bytes = sizeof(block_q5_K);
+  static constexpr std::string_view name = "q5_K";
+};
+template <>
+struct element_traits<block_q6_K> {
+  static constexpr element_type type = element_type::q6_K;
+  static constexpr std::size_t block_size = k_super_block;
+  static constexpr std::size_t block_bytes = sizeof(block_q6_K);
+  static constexpr std::string_view name = "q6_K";
+};
+
+template <stored_element E>
 inline constexpr element_type element_type_of = element_traits<E>::type;
 
-template <kv_element E>
+template <stored_element E>
 inline constexpr std::size_t block_size_of = element_traits<E>::block_size;
 
 /// Elements (blocks for quantised types) in a row of n values. @pre n % block_size_of<E> == 0
-template <kv_element E>
+template <stored_element E>
 constexpr std::size_t blocks_in_row(std::size_t n) noexcept {
   return n / element_traits<E>::block_size;
 }
 
+/// fn(type_tag) for the E of `t` among all stored types, or fn() for a value that is no
+/// enumerator (read from a file). The switch every run-time fact below is read from.
+template <class Fn>
+constexpr decltype(auto) with_traits(element_type t, Fn&& fn) {
+  switch (t) {
+    case element_type::f32: return fn(element_traits<float>{});
+    case element_type::f16: return fn(element_traits<f16>{});
+    case element_type::bf16: return fn(element_traits<bf16>{});
+    case element_type::q8_0: return fn(element_traits<block_q8_0>{});
+    case element_type::q4_0: return fn(element_traits<block_q4_0>{});
+    case element_type::q4_1: return fn(element_traits<block_q4_1>{});
+    case element_type::q5_0: return fn(element_traits<block_q5_0>{});
+    case element_type::q5_1: return fn(element_traits<block_q5_1>{});
+    case element_type::q2_K: return fn(element_traits<block_q2_K>{});
+    case element_type::q3_K: return fn(element_traits<block_q3_K>{});
+    case element_type::q4_K: return fn(element_traits<block_q4_K>{});
+    case element_type::q5_K: return fn(element_traits<block_q5_K>{});
+    case element_type::q6_K: return fn(element_traits<block_q6_K>{});
+  }
+  return fn();
+}
+
 /// Is `t` one of the enumerators (a value read from a file may not be)?
 constexpr bool is_valid(element_type t) noexcept {
-  switch (t) {
-    case element_type::f32:
-    case element_type::f16:
-    case element_type::bf16:
-    case element_type::q8_0:
-    case element_type::q4_0: return true;
-  }
-  return false;
+  return with_traits(t, []<class... Tr>(Tr...) { return sizeof...(Tr) == 1; });
+}
+
+/// Can a K/V cache (and dtype's row kernels) store `t`? False for the weight-only
+/// types q4_1 .. q6_K and for invalid values.
+constexpr bool is_kv_type(element_type t) noexcept {
+  return t == element_type::f32 || t == element_type::f16 || t == element_type::bf16 ||
+         t == element_type::q8_0 || t == element_type::q4_0;
 }
 
 constexpr std::string_view to_string(element_type t) noexcept {
-  switch (t) {
-    case element_type::f32: return element_traits<float>::name;
-    case element_type::f16: return element_traits<f16>::name;
-    case element_type::bf16: return element_traits<bf16>::name;
-    case element_type::q8_0: return element_traits<block_q8_0>::name;
-    case element_type::q4_0: return element_traits<block_q4_0>::name;
-  }
-  return "invalid";
+  return with_traits(t, []<class... Tr>(Tr...) {
+    if constexpr (sizeof...(Tr) == 1)
+      return (Tr::name, ...);
+    else
+      return std::string_view("invalid");
+  });
 }
 
-/// Values per block (1 for f32/f16/bf16, 32 for q8_0/q4_0); 0 for an invalid value.
+/// Values per block (1 for f32/f16/bf16, 32 for q8_0 .. q5_1, 256 for the k-quants); 0
+/// for an invalid value.
 constexpr std::size_t block_size(element_type t) noexcept {
-  switch (t) {
-    case element_type::f32: return element_traits<float>::block_size;
-    case element_type::f16: return element_traits<f16>::block_size;
-    case element_type::bf16: return element_traits<bf16>::block_size;
-    case element_type::q8_0: return element_traits<block_q8_0>::block_size;
-    case element_type::q4_0: return element_traits<block_q4_0>::block_size;
-  }
-  return 0;
+  return with_traits(t, []<class... Tr>(Tr...) -> std::size_t {
+    if constexpr (sizeof...(Tr) == 1)
+      return (Tr::block_size, ...);
+    else
+      return 0;
+  });
 }
 
 /// Bytes per block; 0 for an invalid value.
 constexpr std::size_t block_bytes(element_type t) noexcept {
-  switch (t) {
-    case element_type::f32: return element_traits<float>::block_bytes;
-    case element_type::f16: return element_traits<f16>::block_bytes;
-    case element_type::bf16: return element_traits<bf16>::block_bytes;
-    case element_type::q8_0: return element_traits<block_q8_0>::block_bytes;
-    case element_type::q4_0: return element_traits<block_q4_0>::block_bytes;
-  }
-  return 0;
+  return with_traits(t, []<class... Tr>(Tr...) -> std::size_t {
+    if constexpr (sizeof...(Tr) == 1)
+      return (Tr::block_bytes, ...);
+    else
+      return 0;
+  });
 }
 
 /// The GGUF / ggml type id of `t`.
@@ -126,7 +217,7 @@ constexpr std::uint32_t ggml_type_id(element_type t) noexcept {
 }
 
 /// The storage type of a GGUF tensor type id, or `unsupported` for the ids mnemo does
-/// not store (k-quants, i-quants, integer types, ...).
+/// not store (q8_1, q8_K, i-quants, integer types, ...).
 inline result<element_type> element_type_from_ggml(std::uint32_t id) {
   if (id <= std::numeric_limits<std::uint8_t>::max()) {
     const auto t = static_cast<element_type>(id);
@@ -134,7 +225,7 @@ inline result<element_type> element_type_from_ggml(std::uint32_t id) {
   }
   return make_status(status_code::unsupported,
                      "ggml type id %u is not a mnemo storage type (f32=0, f16=1, q4_0=2, "
-                     "q8_0=8, bf16=30)",
+                     "q4_1=3, q5_0=6, q5_1=7, q8_0=8, q2_K..q6_K=10..14, bf16=30)",
                      static_cast<unsigned>(id));
 }
 
@@ -157,7 +248,7 @@ inline result<std::size_t> row_bytes(element_type t, std::size_t n) {
 }
 
 /// Bytes of a row of `n` values of E, unchecked. @pre n % block_size_of<E> == 0
-template <kv_element E>
+template <stored_element E>
 constexpr std::size_t row_bytes_of(std::size_t n) noexcept {
   return n / element_traits<E>::block_size * element_traits<E>::block_bytes;
 }

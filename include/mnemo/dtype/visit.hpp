@@ -5,6 +5,7 @@
 
 #include <utility>
 
+#include "mnemo/base/assert.hpp"
 #include "mnemo/dtype/element_type.hpp"
 #include "mnemo/dtype/types.hpp"
 
@@ -15,8 +16,10 @@ struct type_tag {
   using type = E;
 };
 
-/// fn(type_tag<E>{}) for the E of `t`. Every branch must return the same type.
-/// @pre is_valid(t) (checked at the API boundary that read `t`).
+/// fn(type_tag<E>{}) for the E of `t` among the K/V types (f32, f16, bf16, q8_0, q4_0).
+/// Every branch must return the same type. The weight-only types have their own
+/// products (model/matmul.hpp) and decoders (dtype/weight_decode.hpp).
+/// @pre is_kv_type(t) (checked at the API boundary that read `t`).
 template <class Fn>
 decltype(auto) visit(element_type t, Fn&& fn) {
   switch (t) {
@@ -25,6 +28,7 @@ decltype(auto) visit(element_type t, Fn&& fn) {
     case element_type::q8_0: return std::forward<Fn>(fn)(type_tag<block_q8_0>{});
     case element_type::q4_0: return std::forward<Fn>(fn)(type_tag<block_q4_0>{});
     case element_type::f32: break;
+    default: MNEMO_DASSERT(is_kv_type(t)); break;
   }
   return std::forward<Fn>(fn)(type_tag<float>{});
 }

@@ -1,4 +1,4 @@
-// The eviction policy concept (spec/eviction.md §4): what a policy of the bounded
+// The eviction policy concept (docs/eviction.md): what a policy of the bounded
 // KV strategy (memory/bounded.hpp) sees and decides. The cache owns storage,
 // positions, per-slot policy state, budgets and victim selection; a policy only
 // scores slots. That keeps a policy small (a few functions, a handful of lines) and
@@ -6,7 +6,7 @@
 // state is plain floats that the cache copies, moves, saves and restores with the
 // slot it belongs to.
 //
-// Order of a call for one (sequence, layer) (spec §4.4, "attend first, then evict"):
+// Order of a call for one (sequence, layer) ("attend first, then evict", docs/eviction.md):
 //   1. the new tokens are written into free slots; on_insert(step, slots, slot, k, v)
 //   2. req = request(step); attention runs with the null sink when req is empty
 //      (always, when uses_attention is false: the mass export is not even compiled)

@@ -1,7 +1,7 @@
 // StreamingLLM (Xiao et al. 2023, arXiv 2309.17453): the first n_sink positions
 // (attention sinks) and the most recent tokens; the oldest non-sink goes first.
 // With position_mode::compact the cache renumbers kept tokens (the paper's
-// "positions within the cache", §3.2) so a stream can outrun the trained context.
+// "positions within the cache") so a stream can outrun the trained context.
 #pragma once
 
 #include "mnemo/evict/concepts.hpp"

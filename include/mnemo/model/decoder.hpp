@@ -2,8 +2,8 @@
 // phi3, gemma2, gemma3): RMSNorm, RoPE, grouped-query attention, a gated FFN and a tied
 // or separate output, with what a recipe (decoder_recipe.hpp) switches on: biases,
 // fused Q|K|V and gate|up, q/k norms, post-norms, soft-caps, the embedding scale and
-// sliding-window layers. The forward pass follows llama.cpp's graphs (fixtures
-// MODELS.md §3, §4, §8-12).
+// sliding-window layers. The forward pass follows llama.cpp's graphs
+// (docs/model.md).
 //
 // It owns its gguf::file (weights are views into the mapping; q4_0 ones also have tiles,
 // q4_0_tiles.hpp) and is written against memory::kv_memory only: it writes each layer's

@@ -1,6 +1,6 @@
 // The hyper-parameters of an attention decoder (llama, qwen2, qwen3, phi3, gemma2,
-// gemma3), read once at load from `ARCH.*` keys with llama.cpp's defaults (fixtures
-// MODELS.md §2) and the architecture's recipe (decoder_recipe.hpp): required
+// gemma3), read once at load from `ARCH.*` keys with llama.cpp's defaults
+// (docs/model.md) and the architecture's recipe (decoder_recipe.hpp): required
 // context_length, embedding_length, block_count, attention.layer_norm_rms_epsilon;
 // head_count_kv defaults to head_count, head sizes to n_embd / n_head, n_rot to the key
 // head size, rope.freq_base to 10000. Every refusal is a status naming the key.

@@ -3,7 +3,7 @@
 // attention and FFN, RoPE in NeoX mode, GeGLU with the tanh GELU, sqrt(n_embd) embedding
 // scale, soft-capping of the attention scores (cap tanh(s / cap), after the query
 // scale) and of the final logits, and an output that is always token_embd. The forward
-// pass follows llama_model_gemma2::graph (fixtures MODELS.md §11); it runs on the
+// pass follows llama_model_gemma2::graph (docs/model.md); it runs on the
 // interleaved memory like gemma3 (decoder_memory.hpp).
 #pragma once
 

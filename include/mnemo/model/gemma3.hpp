@@ -4,7 +4,7 @@
 // local layers (rope.freq_base_swa, default 10000, never scaled) and one for global
 // layers, GeGLU with the tanh GELU, sqrt(n_embd) embedding scale and final logit
 // soft-capping. The forward pass follows llama.cpp's llama_model_gemma3::graph<iswa>
-// (fixtures MODELS.md §4).
+// (docs/gemma3.md).
 //
 // It runs on the interleaved composite (global layers on a full cache, local layers on a
 // window-sized sliding_window: make_iswa), the same on split streams (make_iswa_split), or

@@ -2,7 +2,7 @@
 // FFN layers: per layer h = RMSNorm(x) attn_norm; x += mixer(h), the mixer being
 // either Mamba-1 (mamba_mixer.hpp, with dt/B/C norms) or causal GQA attention without
 // RoPE; then x += down(silu(gate h2) * up h2), h2 = RMSNorm(x) ffn_norm. The forward
-// pass follows llama.cpp's llama_model_jamba::graph (fixtures MODELS.md §6).
+// pass follows llama.cpp's llama_model_jamba::graph (docs/hybrid.md).
 //
 // The memory routes layers: attention layers to a KV strategy (full_cache,
 // split_stream, ...) and Mamba layers to memory::recurrent, through memory::layered,
@@ -25,10 +25,11 @@
 #include "mnemo/batch/ubatch.hpp"
 #include "mnemo/gguf/file.hpp"
 #include "mnemo/memory/concepts.hpp"
-#include "mnemo/memory/full_cache.hpp"
-#include "mnemo/memory/recurrent.hpp"
-#include "mnemo/memory/split_stream.hpp"
+#include "mnemo/memory/full/full_cache.hpp"
+#include "mnemo/memory/recurrent/recurrent.hpp"
+#include "mnemo/memory/stream/split_stream.hpp"
 #include "mnemo/model/decoder_blocks.hpp"
+#include "mnemo/model/forward_hooks.hpp"
 #include "mnemo/model/jamba_hparams.hpp"
 #include "mnemo/model/layers.hpp"
 #include "mnemo/model/mamba_mixer.hpp"
@@ -47,7 +48,7 @@ struct jamba_layer {
   weight gate, up, down;                   // [n_embd, n_ff], [n_ff, n_embd]
 };
 
-class jamba_workspace {
+class jamba_workspace : public forward_hooks {
  public:
   std::uint32_t n_ubatch() const noexcept { return a_.n_ubatch; }
   const float* logits() const noexcept { return a_.logits.data(); }
@@ -156,6 +157,7 @@ class jamba_model {
     const attention::shape sh = d.attention_shape();
     const attention::params ap = hp_.attention_params();
     for (std::size_t l = 0; l < hp_.n_layer; ++l) {
+      MNEMO_RETURN_IF_ERROR(ws.between_layers("jamba", l));
       const jamba_layer& L = layers_[l];
       norm_rows<Isa>(x, L.attn_norm.data(), h, n, E, hp_.rms_eps);
       if (L.mixer) {

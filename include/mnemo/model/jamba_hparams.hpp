@@ -1,6 +1,6 @@
 // The hyper-parameters of a GGUF `jamba` model (Lieber et al. 2024, AI21), read and
 // checked once at load. Keys follow llama.cpp's llama_model_jamba::load_arch_hparams
-// (fixtures MODELS.md §6): the llama keys plus the ssm.* block of mamba_hparams.hpp;
+// (docs/hybrid.md): the llama keys plus the ssm.* block of mamba_hparams.hpp;
 // a layer is recurrent iff attention.head_count_kv[l] == 0. Only the dense-FFN form
 // is supported: expert_count > 0 (MoE layers) is refused with a status.
 #pragma once

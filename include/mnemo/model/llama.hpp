@@ -2,7 +2,7 @@
 // RoPE in normal (adjacent-pair) mode, grouped-query attention, SwiGLU FFN, tied or
 // separate output, the Mistral sliding window on every layer when the file sets one,
 // and Llama 3.1's per-pair frequency divisors (`rope_freqs.weight`). The forward pass
-// follows llama.cpp's llm_build_llama (fixtures MODELS.md §3, §12).
+// follows llama.cpp's llm_build_llama (docs/model.md).
 //
 //   MNEMO_ASSIGN_OR_RETURN(auto m, mnemo::model::llama_model::open("model.gguf"));
 #pragma once

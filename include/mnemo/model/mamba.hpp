@@ -1,7 +1,7 @@
 // A Mamba-1 decoder (Gu & Dao 2023) for GGUF arch `mamba`: per layer
 // x += mixer(RMSNorm(x) attn_norm) with no FFN, then the final RMSNorm and the output
 // (tied to token_embd when output.weight is absent). The forward pass follows
-// llama.cpp's llama_model_mamba::graph (fixtures MODELS.md §5); the mixer is
+// llama.cpp's llama_model_mamba::graph (docs/hybrid.md); the mixer is
 // mamba_mixer.hpp.
 //
 // The model owns its gguf::file and is written against recurrent_state_memory only:
@@ -19,7 +19,8 @@
 #include "mnemo/base/aligned_buffer.hpp"
 #include "mnemo/batch/ubatch.hpp"
 #include "mnemo/gguf/file.hpp"
-#include "mnemo/memory/recurrent.hpp"
+#include "mnemo/memory/recurrent/recurrent.hpp"
+#include "mnemo/model/forward_hooks.hpp"
 #include "mnemo/model/layers.hpp"
 #include "mnemo/model/mamba_hparams.hpp"
 #include "mnemo/model/mamba_mixer.hpp"
@@ -31,7 +32,7 @@
 namespace mnemo::model {
 
 /// Activations of one micro-batch of up to n_ubatch tokens, reused by every call.
-class mamba_workspace {
+class mamba_workspace : public forward_hooks {
  public:
   std::uint32_t n_ubatch() const noexcept { return n_ubatch_; }
   /// [n_outputs, n_vocab] logits of the last forward(), output tokens in micro-batch order.
@@ -117,6 +118,7 @@ class mamba_model {
     float *x = ws.x_.data(), *h = ws.h_.data(), *tmp = ws.tmp_.data();
     MNEMO_RETURN_IF_ERROR(embed_tokens<Isa>(ub, head_.token_embd, E, hp_.n_vocab, x, "mamba"));
     for (std::size_t l = 0; l < hp_.n_layer; ++l) {
+      MNEMO_RETURN_IF_ERROR(ws.between_layers("mamba", l));
       for (std::size_t t = 0; t < n; ++t)
         rms_norm<Isa>(x + t * E, attn_norm_[l].data(), h + t * E, E, hp_.rms_eps);
       MNEMO_RETURN_IF_ERROR(mamba_mixer_forward<Isa>(mixers_[l], hp_.ssm, hp_.rms_eps, mem, l, u, n,

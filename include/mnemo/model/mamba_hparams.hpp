@@ -1,6 +1,6 @@
 // The hyper-parameters of a GGUF `mamba` model (Mamba-1, Gu & Dao 2023), and the
 // `ssm.*` block that `jamba` shares with it, read and checked once at load. Keys follow
-// llama.cpp's llama_model_mamba::load_arch_hparams (fixtures MODELS.md §5): required
+// llama.cpp's llama_model_mamba::load_arch_hparams (docs/hybrid.md): required
 // context_length, embedding_length, block_count, ssm.conv_kernel, ssm.inner_size,
 // ssm.state_size, ssm.time_step_rank and attention.layer_norm_rms_epsilon. Every
 // refusal is a status naming the key.

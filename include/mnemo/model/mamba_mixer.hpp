@@ -1,7 +1,7 @@
 // The Mamba-1 mixer (Gu & Dao 2023) shared by the `mamba` and `jamba` decoders: its
 // weights bound from a GGUF layer, its activation buffers, and its forward pass over
 // one micro-batch, reading and writing each sequence's conv and SSM state in the
-// memory. The steps are llama.cpp's build_mamba_layer (fixtures MODELS.md §5, §6):
+// memory. The steps are llama.cpp's build_mamba_layer (docs/hybrid.md):
 //   [x ; z] = ssm_in h                       [n, 2 d_inner]
 //   xc = silu(conv1d(state ++ x) + b)        [n, d_inner]   per sequence (ssm/conv1d.hpp)
 //   [dt_low ; B ; C] = ssm_x xc              [n, dt_rank + 2 d_state]
@@ -23,7 +23,7 @@
 #include "mnemo/batch/ubatch.hpp"
 #include "mnemo/gguf/file.hpp"
 #include "mnemo/memory/concepts.hpp"
-#include "mnemo/memory/recurrent.hpp"
+#include "mnemo/memory/recurrent/recurrent.hpp"
 #include "mnemo/model/layers.hpp"
 #include "mnemo/model/mamba_hparams.hpp"
 #include "mnemo/model/matmul.hpp"

@@ -44,6 +44,7 @@
 #include "mnemo/model/detail/matmul_int8.hpp"
 #include "mnemo/model/detail/matmul_int8_tiles.hpp"
 #include "mnemo/model/detail/matmul_kernels.hpp"
+#include "mnemo/model/detail/matmul_quant.hpp"
 #undef MNEMO_MODEL_MATMUL_INTERNAL_
 
 namespace mnemo::model {
@@ -62,11 +63,12 @@ inline constexpr std::size_t k_decode_min_bytes_per_thread = 64 * 1024;
 inline constexpr std::size_t k_one_token_min_bytes_per_thread = 128 * 1024;
 
 /// Scratch the products reuse between calls (no allocation per call once warm): the
-/// packed weight panels of the many-token product, one slice per thread, and x rounded
-/// to q8_0 for quantised weights.
+/// packed weight panels of the many-token product, one slice per thread, x rounded
+/// to q8_0 for q8_0 / q4_0 weights, and x in 8-bit blocks for the weight-only types.
 struct matmul_workspace {
   aligned_buffer<float> scratch;
   aligned_buffer<float> rounded_x;
+  aligned_buffer<unsigned char> quant_x;
 
   /// Makes room for `floats` floats of scratch (keeps a larger buffer). no_space when
   /// it cannot.
@@ -80,10 +82,18 @@ struct matmul_workspace {
     return grow(rounded_x, std::max(n_tok * n_in, nt * detail::int8_x_floats(n_in)));
   }
 
+  /// Makes room for x of n_tok tokens in the 8-bit blocks of weight-only type t
+  /// (q4_1 .. q6_K, whose products grow it on first use otherwise). no_space when it
+  /// cannot.
+  status reserve_quant_x(dtype::element_type t, std::size_t n_tok, std::size_t n_in) {
+    return grow(quant_x, n_tok * detail::quant_x_bytes(t, n_in));
+  }
+
  private:
-  static status grow(aligned_buffer<float>& b, std::size_t floats) {
-    if (b.size() >= floats) return status{};
-    auto made = aligned_buffer<float>::make(floats);
+  template <class T>
+  static status grow(aligned_buffer<T>& b, std::size_t n) {
+    if (b.size() >= n) return status{};
+    auto made = aligned_buffer<T>::make(n);
     if (!made.is_ok()) return made.to_status();
     b = std::move(made).value();
     return status{};
@@ -261,6 +271,43 @@ void stream_products(std::span<const product_out> products, const product_input&
   });
 }
 
+/// mul_mat of a weight-only quantised type (detail/matmul_quant.hpp): x rounded to the
+/// type's 8-bit blocks, then integer dot products; the rows split over the threads as
+/// the streaming product splits them, by weight bytes below k_gemm_min_tokens.
+template <simd::isa_tag Isa>
+void quant_mul_mat(const weight& w, const float* x, std::size_t x_stride, std::size_t n_tok,
+                   float* y, std::size_t y_stride, int nt, matmul_workspace& ws) {
+  const std::size_t n_units = (w.n_out + 3) / 4;  // whole 4-row tiles per thread
+  const std::size_t n_parts = n_tok < k_gemm_min_tokens
+                                  ? streaming_parts(w.n_bytes(), n_tok, nt)
+                                  : std::min<std::size_t>(static_cast<std::size_t>(nt), n_units);
+  const auto rows_of = [&](std::size_t part, std::size_t& r0, std::size_t& r1) {
+    r0 = n_units * part / n_parts * 4;
+    r1 = std::min(w.n_out, n_units * (part + 1) / n_parts * 4);
+  };
+  visit_weight_block(w.type, [&]<class E>(dtype::type_tag<E>) {
+    const std::size_t x_bytes = quant_x_bytes(w.type, w.n_in);
+    if (!ws.reserve_quant_x(w.type, n_tok, w.n_in).is_ok()) {
+      parallel_for(n_parts, static_cast<int>(n_parts), [&](std::size_t part, int) {
+        std::size_t r0, r1;
+        rows_of(part, r0, r1);
+        decoded_rows<E>(w, r0, r1, x, x_stride, n_tok, y, y_stride);
+      });
+      return;
+    }
+    unsigned char* qx = ws.quant_x.data();
+    parallel_for(n_tok, n_tok >= k_gemm_min_tokens ? nt : 1, [&](std::size_t t, int) {
+      quantize_activations<E>(x + t * x_stride,
+                              reinterpret_cast<activation_block_t<E>*>(qx + t * x_bytes), w.n_in);
+    });
+    parallel_for(n_parts, static_cast<int>(n_parts), [&](std::size_t part, int) {
+      std::size_t r0, r1;
+      rows_of(part, r0, r1);
+      quant_rows<Isa, E>(w, r0, r1, qx, x_bytes, n_tok, y, y_stride);
+    });
+  });
+}
+
 }  // namespace detail
 
 template <simd::isa_tag Isa = simd::native>
@@ -271,6 +318,10 @@ void mul_mat(const weight& w, const float* x, std::size_t x_stride, std::size_t 
   MNEMO_DASSERT(w.n_in % dtype::block_size(w.type) == 0);
   if (n_tok == 0 || w.n_out == 0) return;
   const int nt = n_threads <= 0 ? default_thread_count() : n_threads;
+  if (!dtype::is_kv_type(w.type)) {
+    detail::quant_mul_mat<Isa>(w, x, x_stride, n_tok, y, y_stride, nt, ws);
+    return;
+  }
   const auto* base = reinterpret_cast<const unsigned char*>(w.data);
   dtype::visit(w.type, [&]<class E>(dtype::type_tag<E>) {
     const detail::product_input in =
@@ -321,7 +372,7 @@ void mul_mat_many(std::span<const product_out> products, const float* x, std::si
   bool alike = n_tok < k_gemm_min_tokens;
   for (const product_out& p : products) {
     MNEMO_DASSERT(x_stride >= p.w->n_in && p.y_stride >= p.w->n_out);
-    alike = alike && p.w->type == w0.type && p.w->n_in == w0.n_in;
+    alike = alike && p.w->type == w0.type && p.w->n_in == w0.n_in && dtype::is_kv_type(p.w->type);
   }
   if (!alike) {
     for (const product_out& p : products)
@@ -339,6 +390,10 @@ void mul_mat_many(std::span<const product_out> products, const float* x, std::si
 template <simd::isa_tag Isa = simd::native>
 void get_row(const weight& w, std::size_t r, float* out) noexcept {
   MNEMO_DASSERT(r < w.n_out);
+  if (!dtype::is_kv_type(w.type)) {
+    dtype::decode_any_row<Isa>(w.type, w.row(r), out, w.n_in);
+    return;
+  }
   dtype::visit(w.type, [&]<class E>(dtype::type_tag<E>) {
     dtype::decode_row<Isa>(reinterpret_cast<const E*>(w.row(r)), out, w.n_in);
   });

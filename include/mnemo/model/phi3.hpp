@@ -2,7 +2,7 @@
 // and up fused in ffn_up (the first half is the gate), RoPE in NeoX mode over the first
 // rope.dimension_count dims of each head. llama.cpp disables Phi's sliding window, so
 // every layer is global; LongRoPE factor tensors are refused. The forward pass follows
-// llama_model_phi3::graph (fixtures MODELS.md §10).
+// llama_model_phi3::graph (docs/model.md).
 #pragma once
 
 #include "mnemo/model/decoder.hpp"

@@ -8,7 +8,7 @@
 //   theta   = s * theta_e                          (s = freq_scale, linear interpolation)
 //   YaRN:     theta = theta (1 - mix_i) + theta_e mix_i, and cos, sin scaled by
 //             attn_factor * (1 + 0.1 ln(1/s))      (Peng et al. 2023, §3.3-3.4)
-// Measured (fixtures MODELS.md §2): the float running product halves the difference to
+// Measured against the fixtures: the float running product halves the difference to
 // llama.cpp at position 300 compared with angles in double.
 #pragma once
 

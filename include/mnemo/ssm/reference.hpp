@@ -1,5 +1,5 @@
 // Scalar references of the SSM kernels, in double, written straight from the
-// definitions in ssm/types.hpp (the formulas of fixtures MODELS.md §5). Tests compare
+// definitions in ssm/types.hpp (the formulas of docs/ssm.md). Tests compare
 // every ISA against these; they are slow on purpose (no reordering, no vectors).
 #pragma once
 

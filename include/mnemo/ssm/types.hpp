@@ -1,6 +1,6 @@
 // Shapes and argument packs of the state-space kernels (causal conv1d and the
 // Mamba-1 selective scan), with the checks every public entry point runs. Tensor
-// layouts follow llama.cpp / ggml (fixtures MODELS.md §5): shapes below are
+// layouts follow llama.cpp / ggml (docs/ssm.md): shapes below are
 // [outer, inner] with the inner index contiguous, i.e. ggml ne reversed.
 #pragma once
 

@@ -1,7 +1,9 @@
-// Byte-level BPE over ranked merges (tokenizer.ggml.model = "gpt2"), as llama.cpp's
-// llm_tokenizer_bpe: the pre-tokenizer splits the text into words; within a word every
-// byte starts as the token of its mapped character, then the adjacent pair with the
-// lowest merge rank (ties: leftmost) is merged until no pair has a merge.
+// BPE over ranked merges (tokenizer.ggml.model = "gpt2", "gemma4", "whitespace"), as
+// llama.cpp's llm_tokenizer_bpe: the pre-tokenizer splits the text into words; within a
+// word every byte starts as the token of its GPT-2-mapped character (or, for raw-text
+// types, every UTF-8 character as its token), then the adjacent pair with the lowest
+// merge rank (ties: leftmost) is merged until no pair has a merge. A raw-text symbol
+// that is no token comes out as its bytes' <0xNN> tokens.
 //
 // Symbols carry token ids, not strings: a merge's sides and result are checked to be
 // tokens at load, so comparing ids is the same as llama.cpp's string comparisons, and a
@@ -11,19 +13,29 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <string_view>
 #include <vector>
 
-#include "mnemo/text/pretokenize.hpp"
+#include "mnemo/text/pre_tokenizer.hpp"
 #include "mnemo/text/vocab.hpp"
+
+#pragma push_macro("MNEMO_TEXT_DETAIL_OK_")
+#undef MNEMO_TEXT_DETAIL_OK_
+#define MNEMO_TEXT_DETAIL_OK_ 1
+#include "mnemo/text/detail/byte_map.hpp"
+#include "mnemo/text/detail/code_point_props.hpp"
+#include "mnemo/text/detail/utf8.hpp"
+#pragma pop_macro("MNEMO_TEXT_DETAIL_OK_")
 
 namespace mnemo::text {
 
 /// Reusable buffers of bpe_encode.
 struct bpe_scratch {
   struct symbol {
-    token_id id;  // k_no_token: a byte whose mapped character is not a token
+    token_id id;  // k_no_token: a byte / character that is not a token
     std::int32_t prev, next;
+    std::uint32_t begin, len;  // the bytes of the word it started as (raw-text fallback)
     bool alive;
   };
   struct bigram {
@@ -37,6 +49,8 @@ struct bpe_scratch {
   };
   pre_tokenize_scratch pre;
   std::vector<std::size_t> word_ends;
+  std::string work;    // the text after escaping / lowercasing
+  std::string mapped;  // a word through the byte map (ignore_merges lookups)
   std::vector<symbol> symbols;
   std::vector<bigram> heap;
 };
@@ -54,20 +68,63 @@ inline void bpe_try_bigram(const vocab& v, bpe_scratch& s, std::int32_t l, std::
   std::push_heap(s.heap.begin(), s.heap.end());
 }
 
+/// The whole-word shortcuts: ignore_merges (a word that is a token is that token) and
+/// gemma4's newline runs. true when the word was emitted.
+inline bool bpe_whole_word(const vocab& v, std::string_view word, std::vector<token_id>& out,
+                           bpe_scratch& s) {
+  const bool raw = v.has(pre_flag::raw_text);
+  if (v.has(pre_flag::ignore_merges)) {
+    std::string_view key = word;
+    if (!raw) {
+      s.mapped.clear();
+      for (const char c : word)
+        append_utf8(s.mapped, k_byte_map.to_cp[static_cast<std::uint8_t>(c)]);
+      key = s.mapped;
+    }
+    const token_id id = v.find(key);
+    if (id != k_no_token) {
+      out.push_back(id);
+      return true;
+    }
+  }
+  if (v.has(pre_flag::whole_newlines) && word.find_first_not_of('\n') == std::string_view::npos) {
+    const token_id id = v.find(word);
+    if (id != k_no_token) {
+      out.push_back(id);
+      return true;
+    }
+  }
+  return false;
+}
+
 /// One pre-tokenized word (raw bytes).
 inline void bpe_encode_word(const vocab& v, std::string_view word, std::vector<token_id>& out,
                             bpe_scratch& s) {
-  if (word.size() == 1) {  // the commonest case in text: no merge possible
+  const bool raw = v.has(pre_flag::raw_text);
+  if (word.size() == 1 && !raw) {  // the commonest case in text: no merge possible
     const token_id id = v.byte_token(static_cast<std::uint8_t>(word[0]));
     if (id != k_no_token) out.push_back(id);
     return;
   }
+  if (bpe_whole_word(v, word, out, s)) return;
   s.symbols.clear();
   s.heap.clear();
-  const auto n = static_cast<std::int32_t>(word.size());
-  for (std::int32_t i = 0; i < n; ++i)
-    s.symbols.push_back({v.byte_token(static_cast<std::uint8_t>(word[static_cast<std::size_t>(i)])),
-                         i - 1, i + 1 < n ? i + 1 : -1, true});
+  for (std::size_t i = 0; i < word.size();) {
+    std::size_t len = 1;
+    token_id id = k_no_token;
+    if (raw) {  // one UTF-8 character, by its lead byte as llama.cpp splits
+      len = std::min(utf8_len_from_lead(static_cast<unsigned char>(word[i])), word.size() - i);
+      id = v.find(word.substr(i, len));
+    } else {
+      id = v.byte_token(static_cast<std::uint8_t>(word[i]));
+    }
+    const auto k = static_cast<std::int32_t>(s.symbols.size());
+    s.symbols.push_back({id, k - 1, -1, static_cast<std::uint32_t>(i),
+                         static_cast<std::uint32_t>(len), true});
+    if (k > 0) s.symbols[static_cast<std::size_t>(k - 1)].next = k;
+    i += len;
+  }
+  const auto n = static_cast<std::int32_t>(s.symbols.size());
   for (std::int32_t i = 1; i < n; ++i) bpe_try_bigram(v, s, i - 1, i);
 
   while (!s.heap.empty()) {
@@ -86,12 +143,31 @@ inline void bpe_encode_word(const vocab& v, std::string_view word, std::vector<t
     bpe_try_bigram(v, s, l.prev, b.left);
     bpe_try_bigram(v, s, b.left, l.next);
   }
-  // A symbol that is not a token only arises from a byte whose mapped character is not
-  // in the vocabulary; llama.cpp then drops it (its per-byte lookup cannot succeed on a
-  // vocabulary of valid UTF-8 texts), and so do we.
-  for (std::int32_t i = 0; i >= 0; i = s.symbols[static_cast<std::size_t>(i)].next)
-    if (s.symbols[static_cast<std::size_t>(i)].id != k_no_token)
-      out.push_back(s.symbols[static_cast<std::size_t>(i)].id);
+  // A symbol that is not a token is a byte whose mapped character is not in the
+  // vocabulary (llama.cpp drops it: its per-byte lookup cannot succeed either), or a
+  // raw-text character, emitted as its bytes' <0xNN> tokens (each dropped if absent).
+  for (std::int32_t i = 0; i >= 0; i = s.symbols[static_cast<std::size_t>(i)].next) {
+    const bpe_scratch::symbol& sym = s.symbols[static_cast<std::size_t>(i)];
+    if (sym.id != k_no_token) {
+      out.push_back(sym.id);
+    } else if (raw) {
+      for (std::uint32_t b = sym.begin; b < sym.begin + sym.len; ++b) {
+        const token_id id = v.byte_token(static_cast<std::uint8_t>(word[b]));
+        if (id != k_no_token) out.push_back(id);
+      }
+    }
+  }
+}
+
+/// Splits `text` with the vocabulary's pre-tokenizer and encodes each word.
+inline void bpe_encode_pieces(const vocab& v, std::string_view text, std::vector<token_id>& out,
+                              bpe_scratch& s) {
+  v.splitter()->split(text, s.word_ends, s.pre);
+  std::size_t begin = 0;
+  for (const std::size_t end : s.word_ends) {
+    bpe_encode_word(v, text.substr(begin, end - begin), out, s);
+    begin = end;
+  }
 }
 
 }  // namespace detail
@@ -99,12 +175,41 @@ inline void bpe_encode_word(const vocab& v, std::string_view word, std::vector<t
 /// Appends the tokens of one raw fragment to `out`.
 inline void bpe_encode(const vocab& v, std::string_view text, std::vector<token_id>& out,
                        bpe_scratch& s) {
-  pre_tokenize(v.pre(), text, s.word_ends, s.pre);
-  std::size_t begin = 0;
-  for (const std::size_t end : s.word_ends) {
-    detail::bpe_encode_word(v, text.substr(begin, end - begin), out, s);
-    begin = end;
+  if (v.splits_at_whitespace() || v.lowercase()) {
+    // the whitespace model: segments between white space (dropped), lowercased
+    const bool cut = v.splits_at_whitespace();
+    std::string segment;
+    auto flush = [&] {
+      if (!segment.empty()) detail::bpe_encode_pieces(v, segment, out, s);
+      segment.clear();
+    };
+    for (std::size_t i = 0; i < text.size();) {
+      std::size_t len = 0;
+      const std::uint32_t cp = detail::decode_utf8(text, i, len);
+      if (cut && detail::is_whitespace_cp(cp)) {
+        flush();
+      } else if (v.lowercase() && cp != detail::k_replacement_char) {
+        detail::append_utf8(segment, detail::to_lower_cp(cp));
+      } else {
+        segment.append(text.substr(i, len));
+      }
+      i += len;
+    }
+    flush();
+    return;
   }
+  if (v.has(pre_flag::escape_spaces)) {
+    s.work.clear();
+    for (const char c : text) {
+      if (c == ' ')
+        s.work += "\xE2\x96\x81";
+      else
+        s.work.push_back(c);
+    }
+    detail::bpe_encode_pieces(v, s.work, out, s);
+    return;
+  }
+  detail::bpe_encode_pieces(v, text, out, s);
 }
 
 }  // namespace mnemo::text

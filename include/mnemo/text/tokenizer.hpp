@@ -1,5 +1,6 @@
 // tokenizer: text <-> token ids for a vocabulary read from GGUF metadata; dispatches on
-// tokenizer.ggml.model ("llama": SentencePiece-style, "gpt2": byte-level BPE).
+// tokenizer.ggml.model ("llama": SentencePiece-style; "gpt2", "gemma4", "whitespace":
+// BPE after a pre-tokenizer; "bert": WordPiece).
 //
 //   MNEMO_ASSIGN_OR_RETURN(auto f, gguf::file::open("model.gguf"));
 //   MNEMO_ASSIGN_OR_RETURN(text::tokenizer tok, text::tokenizer::from_gguf(f));
@@ -26,6 +27,7 @@
 #include "mnemo/text/special.hpp"
 #include "mnemo/text/spm.hpp"
 #include "mnemo/text/vocab.hpp"
+#include "mnemo/text/wordpiece.hpp"
 
 namespace mnemo::text {
 
@@ -56,6 +58,7 @@ struct encode_scratch {
   std::vector<text_fragment> fragments;
   spm_scratch spm;
   bpe_scratch bpe;
+  wpm_scratch wpm;
 };
 
 class tokenizer {
@@ -100,14 +103,18 @@ class tokenizer {
         continue;
       }
       const std::string_view raw = text.substr(f.offset, f.length);
-      if (vocab_.family() == tokenizer_family::spm) {
-        spm_encode(vocab_, raw, vocab_.add_space_prefix() && after_special, out, s.spm);
-      } else {
-        bpe_encode(vocab_, raw, out, s.bpe);
+      switch (vocab_.family()) {
+        case tokenizer_family::spm:
+          spm_encode(vocab_, raw, vocab_.add_space_prefix() && after_special, out, s.spm);
+          break;
+        case tokenizer_family::bpe: bpe_encode(vocab_, raw, out, s.bpe); break;
+        case tokenizer_family::wpm: wpm_encode(vocab_, raw, out, s.wpm); break;
       }
       after_special = false;
     }
     if (add_eos && vocab_.eos() != k_no_token) out.push_back(vocab_.eos());
+    if (o.add_special && vocab_.add_sep() && vocab_.sep() != k_no_token)
+      out.push_back(vocab_.sep());
   }
 
   /// The bytes of one token as decode() renders it in the middle of a text (no space
@@ -135,7 +142,9 @@ class tokenizer {
   void append_piece(token_id id, bool render_special, bool& strip_space, std::string& out) const {
     const token_type t = vocab_.type(id);
     std::string_view p = piece_unchecked(id, render_special);
-    const bool spm_prefix = vocab_.family() == tokenizer_family::spm && vocab_.add_space_prefix();
+    // SentencePiece's added space and WordPiece's word-start "▁" are not part of the text
+    const bool spm_prefix = (vocab_.family() == tokenizer_family::spm && vocab_.add_space_prefix()) ||
+                            vocab_.family() == tokenizer_family::wpm;
     if (t == token_type::control || t == token_type::unknown || t == token_type::user_defined) {
       strip_space = spm_prefix;  // encode() put a space after it
     } else if (!p.empty()) {

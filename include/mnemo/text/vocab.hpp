@@ -5,7 +5,8 @@
 //   MNEMO_ASSIGN_OR_RETURN(text::vocab v, text::vocab::from_gguf(f));
 //
 // Keys read (see docs/tokenizer.md): model, pre, tokens, scores, token_type, merges,
-// bos/eos/unknown/padding_token_id, add_bos_token, add_eos_token, add_space_prefix.
+// bos/eos/unknown/padding/seperator_token_id, add_bos_token, add_eos_token,
+// add_sep_token, add_space_prefix, normalizer.lowercase.
 // The vocabulary copies what it needs; the gguf::file may be closed afterwards.
 #pragma once
 
@@ -24,7 +25,7 @@
 #include "mnemo/base/result.hpp"
 #include "mnemo/base/status.hpp"
 #include "mnemo/gguf/file.hpp"
-#include "mnemo/text/pretokenize.hpp"
+#include "mnemo/text/pre_tokenizer.hpp"
 
 #pragma push_macro("MNEMO_TEXT_DETAIL_OK_")
 #undef MNEMO_TEXT_DETAIL_OK_
@@ -51,8 +52,9 @@ enum class token_type : std::uint8_t {
 };
 
 /// `tokenizer.ggml.model`: "llama" is SentencePiece-style BPE over scores with byte
-/// fallback; "gpt2" is byte-level BPE over ranked merges.
-enum class tokenizer_family : std::uint8_t { spm, bpe };
+/// fallback; "gpt2", "gemma4" and "whitespace" are BPE over ranked merges after a
+/// pre-tokenizer; "bert" is WordPiece.
+enum class tokenizer_family : std::uint8_t { spm, bpe, wpm };
 
 class vocab {
  public:
@@ -72,7 +74,16 @@ class vocab {
     return id >= 0 && static_cast<std::size_t>(id) < size();
   }
   tokenizer_family family() const noexcept { return family_; }
-  pre_rules pre() const noexcept { return pre_; }
+  /// The BPE pre-tokenizer (nullptr for SentencePiece and WordPiece vocabularies).
+  const pre_tokenizer* splitter() const noexcept { return splitter_ ? &*splitter_ : nullptr; }
+  /// BPE: whether a pre-tokenizer flag (pre_flag::...) is set.
+  bool has(std::uint16_t flag) const noexcept { return splitter_ && splitter_->has(flag); }
+  /// tokenizer.ggml.model "whitespace": the text is cut at white space (dropped) first.
+  bool splits_at_whitespace() const noexcept { return whitespace_model_; }
+  /// Lowercase before splitting (tokenizer.ggml.normalizer.lowercase, whitespace type).
+  bool lowercase() const noexcept { return lowercase_; }
+  /// The longest token text in bytes (WordPiece's match window).
+  std::size_t max_token_length() const noexcept { return max_token_len_; }
 
   /// The token's text as stored in the file (SPM spaces as U+2581, BPE bytes mapped).
   /// @pre contains(id)
@@ -92,12 +103,15 @@ class vocab {
   token_id eos() const noexcept { return eos_; }
   token_id unk() const noexcept { return unk_; }
   token_id pad() const noexcept { return pad_; }
+  token_id sep() const noexcept { return sep_; }
   bool add_bos() const noexcept { return add_bos_; }
   bool add_eos() const noexcept { return add_eos_; }
+  /// WordPiece: SEP closes an encoding with add_special (BERT's [SEP]).
+  bool add_sep() const noexcept { return add_sep_; }
   bool add_space_prefix() const noexcept { return add_space_prefix_; }
 
-  /// The token for a raw byte: SPM `<0xNN>`; BPE the token of the byte's mapped
-  /// character. k_no_token when the vocabulary has none.
+  /// The token for a raw byte: SPM and raw-text BPE `<0xNN>`; byte-level BPE the token
+  /// of the byte's mapped character. k_no_token when the vocabulary has none.
   token_id byte_token(std::uint8_t b) const noexcept { return byte_tokens_[b]; }
 
   /// An ASCII byte that no token of more than one byte contains: no SPM merge can span
@@ -132,7 +146,9 @@ class vocab {
   void build_pieces();
 
   tokenizer_family family_ = tokenizer_family::spm;
-  pre_rules pre_ = pre_rules::none;
+  std::optional<pre_tokenizer> splitter_;
+  bool whitespace_model_ = false, lowercase_ = false;
+  std::size_t max_token_len_ = 0;
   std::vector<char> text_blob_;
   std::vector<std::size_t> text_off_;  // [n + 1]
   std::vector<char> piece_blob_;
@@ -145,23 +161,38 @@ class vocab {
   std::array<bool, 128> barrier_{};
   std::vector<token_id> specials_;
   token_id bos_ = k_no_token, eos_ = k_no_token, unk_ = k_no_token, pad_ = k_no_token;
-  bool add_bos_ = false, add_eos_ = false, add_space_prefix_ = false;
+  token_id sep_ = k_no_token;
+  bool add_bos_ = false, add_eos_ = false, add_sep_ = false, add_space_prefix_ = false;
 };
 
 inline status vocab::load(const gguf::file& f) {
   MNEMO_ASSIGN_OR_RETURN(const std::string_view model, f.get_string("tokenizer.ggml.model"));
   if (model == "llama") {
     family_ = tokenizer_family::spm;
-  } else if (model == "gpt2") {
+  } else if (model == "gpt2" || model == "gemma4" || model == "whitespace") {
     family_ = tokenizer_family::bpe;
+    whitespace_model_ = model == "whitespace";
+  } else if (model == "bert") {
+    family_ = tokenizer_family::wpm;
   } else {
     return make_status(status_code::unsupported,
-                       "tokenizer.ggml.model '%.*s' is not supported (supported: llama, gpt2)",
+                       "tokenizer.ggml.model '%.*s' is not supported (supported: llama, gpt2, "
+                       "gemma4, whitespace, bert)",
                        static_cast<int>(model.size()), model.data());
   }
   if (family_ == tokenizer_family::bpe) {
-    MNEMO_ASSIGN_OR_RETURN(const std::string_view pre, f.get_string("tokenizer.ggml.pre"));
-    MNEMO_ASSIGN_OR_RETURN(pre_, pre_rules_from_name(pre));
+    // As llama.cpp: the gemma4 model always splits as gemma4; no pre name means "default".
+    std::string_view pre = "default";
+    if (model == "gemma4") {
+      pre = "gemma4";
+    } else if (f.find("tokenizer.ggml.pre") != nullptr) {
+      MNEMO_ASSIGN_OR_RETURN(pre, f.get_string("tokenizer.ggml.pre"));
+    }
+    MNEMO_ASSIGN_OR_RETURN(pre_tokenizer p, pre_tokenizer::for_name(pre));
+    splitter_.emplace(std::move(p));
+    if (has(pre_flag::lowercase_key) && f.find("tokenizer.ggml.normalizer.lowercase") != nullptr) {
+      MNEMO_ASSIGN_OR_RETURN(lowercase_, f.get_bool("tokenizer.ggml.normalizer.lowercase"));
+    }
   }
 
   MNEMO_ASSIGN_OR_RETURN(const auto tokens, f.get_array<std::string_view>("tokenizer.ggml.tokens"));
@@ -181,6 +212,7 @@ inline status vocab::load(const gguf::file& f) {
     }
     text_blob_.insert(text_blob_.end(), t.begin(), t.end());
     text_off_.push_back(text_blob_.size());
+    max_token_len_ = std::max(max_token_len_, t.size());
   }
   index_.build(n, [this](std::size_t i) { return text(static_cast<token_id>(i)); });
 
@@ -194,11 +226,13 @@ inline status vocab::load(const gguf::file& f) {
   }
   MNEMO_RETURN_IF_ERROR(load_types(f));
   MNEMO_RETURN_IF_ERROR(load_specials(f));
-  if (family_ == tokenizer_family::bpe) MNEMO_RETURN_IF_ERROR(load_merges(f));
+  if (family_ == tokenizer_family::bpe &&
+      !(has(pre_flag::merges_optional) && f.find("tokenizer.ggml.merges") == nullptr))
+    MNEMO_RETURN_IF_ERROR(load_merges(f));
 
   for (unsigned b = 0; b < 256; ++b) {
     std::string t;
-    if (family_ == tokenizer_family::spm) {
+    if (family_ != tokenizer_family::bpe || has(pre_flag::raw_text)) {
       char buf[8];
       std::snprintf(buf, sizeof buf, "<0x%02X>", b);
       t = buf;
@@ -260,9 +294,24 @@ inline status vocab::load_specials(const gguf::file& f) {
   MNEMO_RETURN_IF_ERROR(id_key("tokenizer.ggml.eos_token_id", eos_));
   MNEMO_RETURN_IF_ERROR(id_key("tokenizer.ggml.unknown_token_id", unk_));
   MNEMO_RETURN_IF_ERROR(id_key("tokenizer.ggml.padding_token_id", pad_));
-  // Defaults as llama.cpp: SentencePiece vocabularies add BOS and a space prefix.
-  MNEMO_RETURN_IF_ERROR(bool_key("tokenizer.ggml.add_bos_token", spm, add_bos_));
+  const bool wpm = family_ == tokenizer_family::wpm;
+  if (wpm) {  // BERT's ids unless the file names others, as llama.cpp
+    auto fallback = [&](token_id& id, token_id v) {
+      if (id == k_no_token && static_cast<std::size_t>(v) < size()) id = v;
+    };
+    fallback(bos_, 101), fallback(unk_, 100), fallback(pad_, 0);
+    sep_ = static_cast<std::size_t>(102) < size() ? 102 : k_no_token;
+  }
+  MNEMO_RETURN_IF_ERROR(id_key("tokenizer.ggml.seperator_token_id", sep_));
+  // Defaults as llama.cpp: SentencePiece vocabularies add BOS and a space prefix; some BPE
+  // pre-tokenizer types add BOS (gemma4 whatever the file says); WordPiece adds [CLS]
+  // first and [SEP] last.
+  const bool bos_default = spm || wpm || has(pre_flag::add_bos) || has(pre_flag::force_bos);
+  MNEMO_RETURN_IF_ERROR(bool_key("tokenizer.ggml.add_bos_token", bos_default, add_bos_));
+  if (has(pre_flag::force_bos)) add_bos_ = true;
   MNEMO_RETURN_IF_ERROR(bool_key("tokenizer.ggml.add_eos_token", false, add_eos_));
+  MNEMO_RETURN_IF_ERROR(bool_key("tokenizer.ggml.add_sep_token", wpm, add_sep_));
+  if (!wpm) add_sep_ = false;
   MNEMO_RETURN_IF_ERROR(bool_key("tokenizer.ggml.add_space_prefix", spm, add_space_prefix_));
 
   for (std::size_t i = 0; i < size(); ++i) {
@@ -303,8 +352,9 @@ inline status vocab::load_merges(const gguf::file& f) {
   return {};
 }
 
-/// What each token decodes to: normal SPM tokens with U+2581 turned back into spaces,
-/// normal BPE tokens through the inverse byte map (a character outside the map is kept
+/// What each token decodes to: normal SPM, WordPiece and space-escaping BPE tokens with
+/// U+2581 turned back into spaces, raw-text BPE tokens as their text, other normal BPE
+/// tokens through the inverse byte map (a character outside the map is kept
 /// as its UTF-8), byte tokens as their byte, everything else as its text.
 inline void vocab::build_pieces() {
   const std::size_t n = size();
@@ -321,8 +371,8 @@ inline void vocab::build_pieces() {
       p.push_back(static_cast<char>(byte));
     } else if (types_[i] != token_type::normal) {
       p.assign(t);
-    } else if (family_ == tokenizer_family::spm) {
-      for (std::size_t k = 0; k < t.size();) {
+    } else if (family_ != tokenizer_family::bpe || has(pre_flag::escape_spaces)) {
+      for (std::size_t k = 0; k < t.size();) {  // U+2581 stands for a space
         if (t.substr(k, 3) == "\xE2\x96\x81") {
           p.push_back(' ');
           k += 3;
@@ -330,6 +380,8 @@ inline void vocab::build_pieces() {
           p.push_back(t[k++]);
         }
       }
+    } else if (has(pre_flag::raw_text)) {
+      p.assign(t);
     } else {
       for (std::size_t k = 0; k < t.size();) {
         std::size_t len = 0;

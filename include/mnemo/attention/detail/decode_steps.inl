@@ -1,49 +1,21 @@
 // The decode path of attention::detail::block_kernels<Isa>: a few query rows per KV
 // head, every KV head in one item, in 64-cell blocks of two passes (Q.K, then P.V after
-// the online softmax). q8_0 and q4_0 vectors are decoded in registers as they are
-// loaded (load_row), about twice as fast as decoding each cell row into a buffer first.
-// A block's passes read its cells in one of four orders, each the fastest measured for
-// its items (docs/performance.md, "Session 12", "Session 14" and "Session 15"; Zen 4
-// VM, 2 threads, 16-32k cells, fractions of the paired read pass):
+// the online softmax). q8_0 and q4_0 vectors are decoded in registers as they are loaded
+// (load_row): decoding each cell row into a buffer first costs about twice as much.
 //
-// Head by head (q8_0/q4_0 at two rows and more, and eight rows and more). Each pass
-// visits one head's cells over the whole block, from cache: the K pass prefetches this
-// block's V rows, the V pass the next block's K rows, each spread evenly over the pass
-// (the first block of an item prefetches its own K up front). Q.K goes in tiles of four
-// query rows x four cells of one head (8 loads per 16 FMAs), P.V with a head's output
-// rows in registers across the block's cells. All DRAM traffic comes from software
-// prefetches, which one core keeps only so many of in flight (bench_machine's
-// BM_decode_pattern: 21 GB/s per thread without arithmetic against 28-29 in address
-// order); at eight rows and more, and for q8_0/q4_0, the arithmetic bounds the call
-// anyway, and the other orders cost more of it.
-//
-// Address order (one row per KV head: one token at GQA 1). There is no tile of rows to
-// share a K or V vector, so both passes read the block cell by cell, each prefetching
-// whole cell rows a fixed distance ahead (cell_ahead): the hardware prefetchers follow
-// the demand loads and stream alongside the software ones. 0.92-0.94 against 0.83-0.85
-// head by head. With four rows the per-cell P.V, whose output rows cannot stay in
-// registers, costs more than it saves (an in-cache cell 1.8x slower).
-//
-// In groups (two or three rows per KV head, K and V read in place: one f16 token at
-// GQA 2 or 3). Eight kept cells at a time in address order, each group head by head
-// (the tiles above), prefetching whole cell rows 32 KiB ahead: the demand loads still
-// move through memory in address order, and a head's output rows are written back once
-// per group instead of once per cell. 0.90-0.96 at GQA 2 and 0.88-0.92 at GQA 3 against
-// 0.80-0.89 head by head. At four rows the write-backs add 18% to a cell's arithmetic
-// (in cache), and groups read 0.75-0.87 against 0.78-0.85; q8_0 and q4_0 lost 5-20% at
-// GQA 1 and 4; groups of 16 cells read at 0.42-0.80.
-//
-// K in groups, V head by head (four to seven rows per KV head, K and V read in place:
-// one f16 token at GQA 4). The K pass reads in groups, its prefetches running on into
-// the next block's K rows; the V pass goes head by head from cache with its output
-// rows in registers, prefetching the next block's V rows spread over the pass. Half of
-// the traffic then follows demand loads in address order, and no output row is written
-// back per group. Against head by head, 32 alternated rounds at 16k and 32k cells:
-// where memory bounds the call, +0.013 of the paired read pass (the median per-round
-// difference; 30 of 41 rounds won, the best at 0.90-0.96); where the arithmetic does
-// (fast memory), -0.01: the grouped K pass costs 5-6% more in cache. At eight rows the
-// arithmetic bounds the call in every phase and the grouped K pass costs 3-5% more of
-// it, so those items go head by head.
+// A block's passes read its cells in one of four orders, chosen by the rows per KV head,
+// because that number decides whether memory or arithmetic bounds the call
+// (docs/attention.md, "Algorithm"):
+// - address order (one row): no tile of rows shares a vector, so both passes go cell by
+//   cell and the hardware prefetchers follow the demand loads alongside cell_ahead's;
+// - in groups (two or three rows, K/V read in place): eight cells at a time in address
+//   order, each head by head, so output rows are written back once per group;
+// - K in groups, V head by head (four to seven rows): a write-back per group would add
+//   about a fifth to the arithmetic, so only the K pass follows address order;
+// - head by head (eight rows and more, and q8_0/q4_0 from two rows): the arithmetic
+//   bounds the call, so each pass works from cache with spread software prefetches
+//   (K pass: this block's V; V pass: the next block's K) and keeps output rows in
+//   registers.
 // Included after tile_math.inl and block_steps.inl; @pre d_k % L == 0, d_v % L == 0.
 
 /// s[r * Bc + j] = q[r] . k_j for the R rows of one KV head and its kept cells js

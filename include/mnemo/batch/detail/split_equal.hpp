@@ -1,4 +1,4 @@
-// batch_splitter::split_equal (spec §7.4), the split every split-stream, recurrent and
+// batch_splitter::split_equal (docs/batch.md), the split every split-stream, recurrent and
 // hybrid memory uses. Steps as in the spec: 1. refuse coupled tokens when sequential;
 // 2. pick disjoint sets in batch order (at most n_ubatch: D-10); 3. take one token per
 // set round-robin while all sets have one left and the next round fits; 4. with

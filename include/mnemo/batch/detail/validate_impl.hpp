@@ -1,4 +1,4 @@
-// The body of validate(): the §7.2 rules in llama.cpp's order, so the first error a
+// The body of validate(): the rules of docs/batch.md in llama.cpp's order, so the first error a
 // caller sees is the one llama.cpp would log, followed by the derived data.
 #pragma once
 
@@ -69,7 +69,7 @@ inline status check_inputs(const batch& b, const batch_limits& lim) {
   return {};
 }
 
-/// Positions as given, or continuing the memory (§7.2 item 4): the first id decides
+/// Positions as given, or continuing the memory (docs/batch.md): the first id decides
 /// the token's position, then every id of the token advances past it.
 inline status fill_positions(const batch& b, const memory_snapshot& mem, std::vector<pos_t>& pos) {
   const auto given = b.positions();

@@ -1,0 +1,95 @@
+// mul_mat for the weight-only quantised types (q4_1, q5_0, q5_1, q2_K .. q6_K), as ggml
+// computes them on the CPU: each token's x is rounded to the weight type's activation
+// blocks once (q8_K, q8_1 or q8_0: detail/quant_dot.hpp), then every output is one
+// integer dot product per block (quant_dot<Isa>::dot). One kernel serves one token and
+// many: the rows are split over the threads in one contiguous range each, and tokens
+// go through a range in groups of k_quant_token_group, so that a group's rounded x
+// stays in L2 while the rows stream past it once per group.
+#pragma once
+
+#if !defined(MNEMO_MODEL_MATMUL_INTERNAL_)
+#error "mnemo/model/detail/matmul_quant.hpp is internal: include mnemo/model/matmul.hpp"
+#endif
+
+#include <algorithm>
+#include <cstddef>
+#include <type_traits>
+
+#include "mnemo/base/parallel.hpp"
+#include "mnemo/dtype/element_type.hpp"
+#include "mnemo/dtype/visit.hpp"
+#include "mnemo/dtype/weight_decode.hpp"
+#include "mnemo/model/detail/quant_dot.hpp"
+#include "mnemo/model/weight.hpp"
+
+namespace mnemo::model::detail {
+
+/// Tokens whose rounded x a thread's rows meet before the next row: 16 tokens of
+/// x rounded to q8_K are 4.6 KiB per 4096 values, 73 KiB for 16.
+inline constexpr std::size_t k_quant_token_group = 16;
+
+/// fn(type_tag<E>{}) for the weight block type E that `t` names. @pre !is_kv_type(t)
+template <class Fn>
+decltype(auto) visit_weight_block(dtype::element_type t, Fn&& fn) {
+  using dtype::type_tag;
+  switch (t) {
+    case dtype::element_type::q4_1: return fn(type_tag<dtype::block_q4_1>{});
+    case dtype::element_type::q5_0: return fn(type_tag<dtype::block_q5_0>{});
+    case dtype::element_type::q5_1: return fn(type_tag<dtype::block_q5_1>{});
+    case dtype::element_type::q2_K: return fn(type_tag<dtype::block_q2_K>{});
+    case dtype::element_type::q3_K: return fn(type_tag<dtype::block_q3_K>{});
+    case dtype::element_type::q4_K: return fn(type_tag<dtype::block_q4_K>{});
+    case dtype::element_type::q5_K: return fn(type_tag<dtype::block_q5_K>{});
+    default: break;
+  }
+  MNEMO_DASSERT(t == dtype::element_type::q6_K);
+  return fn(type_tag<dtype::block_q6_K>{});
+}
+
+/// Bytes of one token's x rounded for weights of type t with n_in values.
+inline std::size_t quant_x_bytes(dtype::element_type t, std::size_t n_in) noexcept {
+  return visit_weight_block(t, [&]<class E>(dtype::type_tag<E>) {
+    return n_in / dtype::element_traits<E>::block_size * sizeof(activation_block_t<E>);
+  });
+}
+
+/// y rows [r0, r1) of W x for n_tok tokens of rounded x (qx, `x_bytes` apart).
+template <simd::isa_tag Isa, class E>
+void quant_rows(const weight& w, std::size_t r0, std::size_t r1, const unsigned char* qx,
+                std::size_t x_bytes, std::size_t n_tok, float* y, std::size_t y_stride) noexcept {
+  using A = activation_block_t<E>;
+  const std::size_t nb = w.n_in / dtype::element_traits<E>::block_size;
+  for (std::size_t t0 = 0; t0 < n_tok; t0 += k_quant_token_group) {
+    const std::size_t t1 = std::min(n_tok, t0 + k_quant_token_group);
+    for (std::size_t r = r0; r < r1; ++r) {
+      const E* row = reinterpret_cast<const E*>(w.row(r));
+      for (std::size_t t = t0; t < t1; ++t)
+        y[t * y_stride + r] =
+            quant_dot<Isa>::dot(row, reinterpret_cast<const A*>(qx + t * x_bytes), nb);
+    }
+  }
+}
+
+/// The product with x as it is, for when the workspace cannot hold the rounded x: each
+/// row decoded block by block and multiplied in f32 (slower; differs from the rounded
+/// product by the activation rounding, ~1e-3 relative).
+template <class E>
+void decoded_rows(const weight& w, std::size_t r0, std::size_t r1, const float* x,
+                  std::size_t x_stride, std::size_t n_tok, float* y,
+                  std::size_t y_stride) noexcept {
+  constexpr std::size_t bs = dtype::element_traits<E>::block_size;
+  float v[bs];
+  for (std::size_t r = r0; r < r1; ++r) {
+    const E* row = reinterpret_cast<const E*>(w.row(r));
+    for (std::size_t t = 0; t < n_tok; ++t) {
+      float acc = 0.0f;
+      for (std::size_t b = 0; b < w.n_in / bs; ++b) {
+        dtype::decode_block(row[b], v);
+        for (std::size_t i = 0; i < bs; ++i) acc += v[i] * x[t * x_stride + b * bs + i];
+      }
+      y[t * y_stride + r] = acc;
+    }
+  }
+}
+
+}  // namespace mnemo::model::detail

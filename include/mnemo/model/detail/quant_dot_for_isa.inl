@@ -1,0 +1,64 @@
+// One specialisation of quant_dot<Isa>, stamped out for every compiled ISA by
+// mnemo/simd/foreach_target.hpp (included from mnemo/model/detail/quant_dot.hpp).
+template <>
+struct quant_dot<MNEMO_TARGET_ISA> {
+  using isa = MNEMO_TARGET_ISA;
+
+  /// AVX2 and AVX-512 unpack and multiply codes 32 at a time (quant_dot_x86.inl); the
+  /// others run the scalar loops, which the compiler may vectorise.
+  static constexpr bool x86_ = std::is_same_v<isa, simd::avx2> || std::is_same_v<isa, simd::avx512>;
+
+#if defined(MNEMO_ARCH_X86_64)
+#include "mnemo/model/detail/quant_dot_x86.inl"
+#endif
+
+  /// sum_i q_i a_i over one group of n codes.
+  static MNEMO_INLINE std::int32_t sum_products_(const std::int8_t* q, const std::int8_t* a,
+                                                 std::size_t n) noexcept {
+    std::int32_t s = 0;
+    for (std::size_t i = 0; i < n; ++i) s += q[i] * a[i];
+    return s;
+  }
+
+  /// x . one row of nb blocks of E, x given as nb activation blocks.
+  template <class E>
+  static float dot(const E* w, const activation_block_t<E>* a, std::size_t nb) noexcept {
+    float acc = 0.0f;
+    for (std::size_t b = 0; b < nb; ++b) {
+      if constexpr (is_k_quant<E>) {
+        k_group_scales s;
+        group_scales(w[b], s);
+        std::int32_t isum = 0, msum = 0;
+#if defined(MNEMO_ARCH_X86_64)
+        if constexpr (x86_) {
+          isum = k_isum_(w[b], a[b].qs, s);
+          if constexpr (has_min<E>) msum = k_msum_(a[b].bsums, s);
+        } else
+#endif
+        {
+          alignas(64) std::int8_t q[256];
+          unpack_codes(w[b], q);
+          for (std::size_t g = 0; g < 16; ++g) {
+            isum += s.scale[g] * sum_products_(q + 16 * g, a[b].qs + 16 * g, 16);
+            if constexpr (has_min<E>) msum += s.min[g] * a[b].bsums[g];
+          }
+        }
+        combine_k(w[b], a[b], isum, msum, acc);
+      } else {
+        std::int32_t sum;
+#if defined(MNEMO_ARCH_X86_64)
+        if constexpr (x86_) {
+          sum = legacy_sum_(w[b], a[b].qs);
+        } else
+#endif
+        {
+          alignas(32) std::int8_t q[32];
+          unpack_codes(w[b], q);
+          sum = sum_products_(q, a[b].qs, 32);
+        }
+        combine_legacy(w[b], a[b], sum, acc);
+      }
+    }
+    return acc;
+  }
+};
