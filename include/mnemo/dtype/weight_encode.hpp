@@ -26,7 +26,8 @@ namespace detail {
 inline int code_of(float x, float step, int lo, int hi) noexcept {
   if (!(std::fabs(step) > 0.0f) || !std::isfinite(step)) return std::clamp(0, lo, hi);
   const float v = std::round(x / step);
-  return v <= static_cast<float>(lo) ? lo : v >= static_cast<float>(hi) ? hi : static_cast<int>(v);
+  if (!(v > static_cast<float>(lo))) return lo;  // NaN too
+  return v >= static_cast<float>(hi) ? hi : static_cast<int>(v);
 }
 
 /// The value of largest magnitude among n (the first such, with its sign).
