@@ -58,9 +58,9 @@ struct quant_dot<MNEMO_TARGET_ISA> {
       }
     } else {
       std::size_t b = 0;
-      std::int32_t sums[4];
 #if defined(MNEMO_ARCH_X86_64)
       if constexpr (x86_) {
+        std::int32_t sums[4];
         for (; b + 4 <= nb; b += 4) {
           legacy_sums4_(w + b, a + b, sums);
           for (std::size_t k = 0; k < 4; ++k) combine_legacy_(w[b + k], a[b + k], sums[k], acc);
