@@ -33,6 +33,7 @@
 
 #include "mnemo/base/aligned_buffer.hpp"
 #include "mnemo/dtype/dtype.hpp"
+#include "mnemo/dtype/weight_encode.hpp"
 #include "mnemo/model/matmul.hpp"
 #include "mnemo/model/q4_0_tiles.hpp"
 
@@ -78,8 +79,8 @@ struct weight_store {
     std::vector<float> row(n_in);
     for (std::size_t r = 0; r < n_out; ++r) {
       for (float& v : row) v = u(rng);
-      dtype::encode_row<simd::native>(row.data(), reinterpret_cast<E*>(bufs.back().get() + r * rb),
-                                      n_in);
+      dtype::encode_any_row(dtype::element_type_of<E>, row.data(), bufs.back().get() + r * rb,
+                            n_in);
     }
     finish(n_in, n_out);
   }
@@ -294,6 +295,31 @@ BENCHMARK_TEMPLATE(BM_product, dtype::f16)->Apply(decode_args)->Name("decode/f16
 BENCHMARK_TEMPLATE(BM_product, dtype::bf16)->Apply(decode_args)->Name("decode/bf16");
 BENCHMARK_TEMPLATE(BM_product, dtype::block_q8_0)->Apply(decode_args)->Name("decode/q8_0");
 BENCHMARK_TEMPLATE(BM_product, dtype::block_q4_0)->Apply(decode_args)->Name("decode/q4_0");
+// The weight-only types (x rounded to q8_K / q8_1 / q8_0, integer dot products).
+BENCHMARK_TEMPLATE(BM_product, dtype::block_q4_1)
+    ->Apply(decode_one_token_args)
+    ->Name("decode/q4_1");
+BENCHMARK_TEMPLATE(BM_product, dtype::block_q5_0)
+    ->Apply(decode_one_token_args)
+    ->Name("decode/q5_0");
+BENCHMARK_TEMPLATE(BM_product, dtype::block_q5_1)
+    ->Apply(decode_one_token_args)
+    ->Name("decode/q5_1");
+BENCHMARK_TEMPLATE(BM_product, dtype::block_q2_K)
+    ->Apply(decode_one_token_args)
+    ->Name("decode/q2_K");
+BENCHMARK_TEMPLATE(BM_product, dtype::block_q3_K)
+    ->Apply(decode_one_token_args)
+    ->Name("decode/q3_K");
+BENCHMARK_TEMPLATE(BM_product, dtype::block_q4_K)
+    ->Apply(decode_one_token_args)
+    ->Name("decode/q4_K");
+BENCHMARK_TEMPLATE(BM_product, dtype::block_q5_K)
+    ->Apply(decode_one_token_args)
+    ->Name("decode/q5_K");
+BENCHMARK_TEMPLATE(BM_product, dtype::block_q6_K)
+    ->Apply(decode_one_token_args)
+    ->Name("decode/q6_K");
 // What models run for one token: the q4_0 weights' tiles (only one-token products read them).
 BENCHMARK_TEMPLATE(BM_product, dtype::block_q4_0, true)
     ->Apply(decode_one_token_args)
@@ -327,6 +353,8 @@ BENCHMARK_TEMPLATE(BM_product, dtype::f16)->Apply(prefill_args)->Name("prefill/f
 BENCHMARK_TEMPLATE(BM_product, dtype::bf16)->Apply(prefill_args)->Name("prefill/bf16");
 BENCHMARK_TEMPLATE(BM_product, dtype::block_q8_0)->Apply(prefill_args)->Name("prefill/q8_0");
 BENCHMARK_TEMPLATE(BM_product, dtype::block_q4_0)->Apply(prefill_args)->Name("prefill/q4_0");
+BENCHMARK_TEMPLATE(BM_product, dtype::block_q4_K)->Apply(prefill_args)->Name("prefill/q4_K");
+BENCHMARK_TEMPLATE(BM_product, dtype::block_q6_K)->Apply(prefill_args)->Name("prefill/q6_K");
 BENCHMARK(BM_eigen_f32)->Apply(prefill_args)->Name("prefill/eigen_f32");
 
 }  // namespace

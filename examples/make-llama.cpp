@@ -2,8 +2,12 @@
 // shape as another attention architecture (--arch qwen2|qwen3|phi3|gemma2).
 //
 //   make-llama OUT.gguf [--arch NAME] [--n-vocab N] [--n-embd N] [--n-layer N] [--n-head N]
-//              [--n-head-kv N] [--n-ff N] [--n-ctx N] [--swa N] [--type f32|f16|bf16|q8_0|q4_0]
+//              [--n-head-kv N] [--n-ff N] [--n-ctx N] [--swa N] [--type TYPE]
 //              [--tied] [--seed S] [--vocab-from VOCAB.gguf]
+//
+// TYPE is any weight type mnemo computes with: f32, f16, bf16, q8_0, q4_0, q4_1, q5_0,
+// q5_1, q2_K, q3_K, q4_K, q5_K or q6_K (the k-quants need n_embd and n_ff multiples of
+// 256; mnemo's reference quantisers, dtype/weight_encode.hpp, write them).
 //
 // The defaults are the ~155M-parameter model of docs/performance.md (d_model 1024,
 // 8 layers, 16 heads, 4 KV heads, ff 2816, vocab 32000, f16 weights).
@@ -21,14 +25,17 @@ int usage() {
                "usage: make-llama OUT.gguf [--arch llama|qwen2|qwen3|phi3|gemma2] [--n-vocab N]\n"
                "       [--n-embd N] [--n-layer N] [--n-head N]\n"
                "       [--n-head-kv N] [--n-ff N] [--n-ctx N] [--swa N]\n"
-               "       [--type f32|f16|bf16|q8_0|q4_0] [--tied] [--seed S] [--vocab-from F]\n");
+               "       [--type f32|f16|bf16|q8_0|q4_0|q4_1|q5_0|q5_1|q2_K|q3_K|q4_K|q5_K|q6_K]\n"
+               "       [--tied] [--seed S] [--vocab-from F]\n");
   return 2;
 }
 
 bool parse_type(const char* s, mnemo::dtype::element_type& t) {
-  for (auto c : {mnemo::dtype::element_type::f32, mnemo::dtype::element_type::f16,
-                 mnemo::dtype::element_type::bf16, mnemo::dtype::element_type::q8_0,
-                 mnemo::dtype::element_type::q4_0})
+  using mnemo::dtype::element_type;
+  for (auto c : {element_type::f32, element_type::f16, element_type::bf16, element_type::q8_0,
+                 element_type::q4_0, element_type::q4_1, element_type::q5_0, element_type::q5_1,
+                 element_type::q2_K, element_type::q3_K, element_type::q4_K, element_type::q5_K,
+                 element_type::q6_K})
     if (mnemo::dtype::to_string(c) == s) {
       t = c;
       return true;

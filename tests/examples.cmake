@@ -63,6 +63,20 @@ if(MNEMO_BUILD_EXAMPLES)
   set_tests_properties(examples.generate.chat-no-template PROPERTIES
                        FIXTURES_REQUIRED mnemo_tiny_llama LABELS examples)
 
+  # make-llama writes the weight-only quantised types, and generate runs them.
+  foreach(type IN ITEMS q4_K q5_1)
+    set(model "${CMAKE_CURRENT_BINARY_DIR}/examples-tiny-llama-${type}.gguf")
+    add_test(NAME examples.make-tiny-llama-${type}
+             COMMAND make-llama "${model}" --n-vocab 512 --n-embd 256 --n-layer 1 --n-head 4
+                     --n-head-kv 2 --n-ff 512 --seed 3 --type ${type})
+    set_tests_properties(examples.make-tiny-llama-${type} PROPERTIES
+                         FIXTURES_SETUP mnemo_tiny_llama_${type} LABELS examples)
+    add_test(NAME examples.generate.${type}
+             COMMAND generate "${model}" --tokens 1,40,41,42 -n 8 --temp 0 --threads 1)
+    set_tests_properties(examples.generate.${type} PROPERTIES
+                         FIXTURES_REQUIRED mnemo_tiny_llama_${type} LABELS examples)
+  endforeach()
+
   # The memory factory's split strategy against llama.cpp's logits (mnemo-replay).
   if(EXISTS "${MNEMO_FIXTURES_DIR}/llama-tiny.gguf")
     add_test(NAME examples.replay.llama-tiny.multi.split

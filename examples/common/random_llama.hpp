@@ -20,7 +20,7 @@
 #include "mnemo/base/rng.hpp"
 #include "mnemo/dtype/element_type.hpp"
 #include "mnemo/dtype/rows.hpp"
-#include "mnemo/dtype/visit.hpp"
+#include "mnemo/dtype/weight_encode.hpp"
 #include "mnemo/gguf/file.hpp"
 #include "mnemo/gguf/writer.hpp"
 
@@ -54,13 +54,10 @@ inline std::vector<std::byte> random_matrix(mnemo::splitmix64& g, std::size_t n_
       mnemo::dtype::block_bytes(type) * (n_in / mnemo::dtype::block_size(type));
   std::vector<std::byte> out(row_bytes * n_out);
   std::vector<float> row(n_in);
-  mnemo::dtype::visit(type, [&]<class E>(mnemo::dtype::type_tag<E>) {
-    for (std::size_t r = 0; r < n_out; ++r) {
-      for (float& v : row) v = sigma * g.normal();
-      mnemo::dtype::encode_row<mnemo::simd::native>(
-          row.data(), reinterpret_cast<E*>(out.data() + r * row_bytes), n_in);
-    }
-  });
+  for (std::size_t r = 0; r < n_out; ++r) {
+    for (float& v : row) v = sigma * g.normal();
+    mnemo::dtype::encode_any_row(type, row.data(), out.data() + r * row_bytes, n_in);
+  }
   return out;
 }
 

@@ -17,6 +17,7 @@
 
 #include "mnemo/attention/attend.hpp"
 #include "mnemo/attention/reference.hpp"
+#include "mnemo/dtype/weight_encode.hpp"
 #include "mnemo/model/matmul.hpp"
 #include "mnemo/simd/simd.hpp"
 #if __has_include("mnemo/dtype/dtype.hpp")
@@ -413,6 +414,53 @@ void check_products() {
   check_products_type<dt::block_q4_0>("q4_0");
 }
 
+// The weight-only quantised types: mul_mat<neon> gives mul_mat<scalar>'s floats bit for
+// bit (exact integer sums, a shared f32 part), weights encoded by the reference
+// quantisers.
+template <class E>
+void check_weight_only_type(const char* name) {
+  std::uint32_t state = 4242;
+  auto rnd = [&] {
+    state = state * 1664525u + 1013904223u;
+    return static_cast<float>(state >> 8) / 8388608.0f - 1.0f;
+  };
+  const std::size_t n_in = 512, n_out = 9;
+  const std::size_t rb = dt::row_bytes_of<E>(n_in);
+  std::vector<E> rows(rb / sizeof(E) * n_out);
+  std::vector<float> row(n_in);
+  for (std::size_t r = 0; r < n_out; ++r) {
+    for (auto& v : row) v = rnd();
+    dt::encode_weight_row(row.data(), rows.data() + r * (rb / sizeof(E)), n_in);
+  }
+  mnemo::model::weight w;
+  w.type = dt::element_type_of<E>;
+  w.n_in = n_in;
+  w.n_out = n_out;
+  w.row_bytes = rb;
+  w.data = reinterpret_cast<const std::byte*>(rows.data());
+  for (std::size_t n_tok : {std::size_t{1}, std::size_t{5}, std::size_t{50}}) {
+    std::vector<float> x(n_tok * n_in), y(n_tok * n_out), ref(n_tok * n_out);
+    for (auto& v : x) v = rnd();
+    mnemo::model::matmul_workspace ws;
+    mnemo::model::mul_mat<simd::neon>(w, x.data(), n_in, n_tok, y.data(), n_out, 2, ws);
+    mnemo::model::mul_mat<simd::scalar>(w, x.data(), n_in, n_tok, ref.data(), n_out, 1, ws);
+    for (std::size_t i = 0; i < y.size(); ++i)
+      CHECK(bits(y[i]) == bits(ref[i]), "%s mul_mat, %zu tokens, output %zu: neon %g scalar %g",
+            name, n_tok, i, y[i], ref[i]);
+  }
+}
+
+void check_weight_only_products() {
+  check_weight_only_type<dt::block_q4_1>("q4_1");
+  check_weight_only_type<dt::block_q5_0>("q5_0");
+  check_weight_only_type<dt::block_q5_1>("q5_1");
+  check_weight_only_type<dt::block_q2_K>("q2_K");
+  check_weight_only_type<dt::block_q3_K>("q3_K");
+  check_weight_only_type<dt::block_q4_K>("q4_K");
+  check_weight_only_type<dt::block_q5_K>("q5_K");
+  check_weight_only_type<dt::block_q6_K>("q6_K");
+}
+
 }  // namespace
 
 int main() {
@@ -424,6 +472,7 @@ int main() {
   check_dtype();
   check_attention();
   check_products();
+  check_weight_only_products();
   if (g_failures != 0) {
     std::printf("neon selfcheck: FAIL (%d checks)\n", g_failures);
     return 1;

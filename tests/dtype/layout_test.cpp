@@ -134,16 +134,21 @@ TEST(DtypeLayout, TraitsAndIds) {
   EXPECT_EQ(dt::ggml_type_id(dt::element_type::bf16), 30u);
   EXPECT_EQ(dt::element_type_of<dt::bf16>, dt::element_type::bf16);
   EXPECT_EQ(dt::to_string(dt::element_type::q4_0), "q4_0");
-  EXPECT_EQ(dt::to_string(static_cast<dt::element_type>(7)), "invalid");
+  EXPECT_EQ(dt::to_string(static_cast<dt::element_type>(5)), "invalid");  // ggml's removed q4_3
+  EXPECT_EQ(dt::to_string(dt::element_type::q6_K), "q6_K");
+  EXPECT_EQ(dt::block_bytes(dt::element_type::q3_K), 110u);
+  EXPECT_EQ(dt::block_size(dt::element_type::q5_0), 32u);
+  EXPECT_FALSE(dt::is_kv_type(dt::element_type::q4_K));
+  EXPECT_TRUE(dt::is_kv_type(dt::element_type::q4_0));
   EXPECT_EQ(dt::block_bytes(dt::element_type::q8_0), 34u);
   EXPECT_EQ(dt::block_size(dt::element_type::bf16), 1u);
 
-  for (std::uint32_t id : {0u, 1u, 2u, 8u, 30u}) {
+  for (std::uint32_t id : {0u, 1u, 2u, 3u, 6u, 7u, 8u, 10u, 11u, 12u, 13u, 14u, 30u}) {
     auto t = dt::element_type_from_ggml(id);
     ASSERT_TRUE(t.is_ok()) << id;
     EXPECT_EQ(dt::ggml_type_id(*t), id);
   }
-  for (std::uint32_t id : {3u, 6u, 7u, 12u, 29u, 31u, 256u, 0xffffffffu}) {
+  for (std::uint32_t id : {4u, 5u, 9u, 15u, 29u, 31u, 256u, 0xffffffffu}) {
     auto t = dt::element_type_from_ggml(id);
     ASSERT_FALSE(t.is_ok()) << id;
     EXPECT_EQ(t.error().code(), mnemo::status_code::unsupported);

@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "mnemo/dtype/weight_decode.hpp"
 #include "mnemo/gguf/file.hpp"
 #include "mnemo/gguf/writer.hpp"
 
@@ -67,6 +68,16 @@ inline std::vector<std::vector<std::byte>> seed_files() {
     const std::vector<std::string> toks{"a", "b", "ab", "abc"};
     const std::array<std::uint64_t, 2> big{0, ~std::uint64_t{0}};
     w.add_array("tokenizer.ggml.tokens", toks).add_array<std::uint64_t>("x.u64", big);
+    seeds.push_back(w.to_bytes().value());
+  }
+  {  // every weight-only quantised type, two rows each (rows of 256: whole blocks of all)
+    gguf::writer w(3);
+    const std::uint32_t ids[] = {3, 6, 7, 10, 11, 12, 13, 14};
+    for (std::uint32_t id : ids) {
+      const auto info = gguf::find_ggml_type(id);
+      w.add_tensor("q." + std::string(info->name), {256, 2}, id,
+                   bytes_of(2 * 256 / info->block_size * info->block_bytes, id));
+    }
     seeds.push_back(w.to_bytes().value());
   }
   {  // alignment 64, a k-quant, an empty tensor
@@ -138,6 +149,16 @@ inline std::uint64_t walk(const gguf::file& f, bool& consistent) {
     if (t.file_offset % f.alignment() != 0 || t.file_offset < f.data_offset()) consistent = false;
     if (!t.data.empty())
       sum += std::to_integer<unsigned>(t.data.front()) + std::to_integer<unsigned>(t.data.back());
+    // The first row of a stored type decodes from whatever bytes it holds.
+    if (t.element_type && t.n_elements != 0 && t.dims[0] <= 4096) {
+      if (t.row_bytes > t.data.size()) consistent = false;
+      std::vector<float> row(static_cast<std::size_t>(t.dims[0]));
+      if (t.row_bytes <= t.data.size() &&
+          reinterpret_cast<std::uintptr_t>(t.data.data()) % 4 == 0) {
+        dtype::decode_any_row<simd::scalar>(*t.element_type, t.data.data(), row.data(), row.size());
+        for (float v : row) sum += v == v;
+      }
+    }
   }
   return sum;
 }

@@ -158,7 +158,8 @@ TEST_P(GgufRoundTrip, EveryTypeAndTensor) {
     ASSERT_TRUE(std::equal(t.data.begin(), t.data.end(), datas[i].begin(), datas[i].end()));
     EXPECT_EQ(f.find_tensor(c.name), &t);
   }
-  EXPECT_EQ(f.find_tensor("q4_K")->element_type, std::nullopt);
+  EXPECT_EQ(f.find_tensor("q4_K")->element_type, element_type::q4_K);
+  EXPECT_EQ(f.find_tensor("i32")->element_type, std::nullopt);  // read, not computed with
   EXPECT_EQ(f.find_tensor("q4_0")->element_type, element_type::q4_0);
   EXPECT_EQ(f.find_tensor("q8_0")->row_bytes, 68u);
   EXPECT_EQ(f.find_tensor("bf16")->element_type, element_type::bf16);

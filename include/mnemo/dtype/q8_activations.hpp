@@ -34,8 +34,9 @@ inline void quantize_row_q8_K(const float* x, block_q8_K* out, std::size_t n) no
     for (std::size_t j = 0; j < k_super_block; ++j) {
       // nearbyint rounds half to even in the default rounding mode, as ggml's
       // nearest_int; |iscale x| <= 127 up to one rounding of the product.
-      const float v = std::nearbyint(iscale * x[j]);
-      y.qs[j] = static_cast<std::int8_t>(v > 127.0f ? 127.0f : v);
+      // (fmax / fmin also map a NaN from a non-finite x to a code, never to a cast of NaN)
+      const float v = std::fmin(std::fmax(std::nearbyint(iscale * x[j]), -127.0f), 127.0f);
+      y.qs[j] = static_cast<std::int8_t>(v);
     }
     for (std::size_t g = 0; g < 16; ++g) {
       int s = 0;
@@ -56,7 +57,8 @@ inline void quantize_row_q8_1(const float* x, block_q8_1* out, std::size_t n) no
     const float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
     int sum = 0;
     for (std::size_t j = 0; j < k_legacy_block; ++j) {
-      out[b].qs[j] = static_cast<std::int8_t>(std::round(x[j] * id));
+      const float v = std::fmin(std::fmax(std::round(x[j] * id), -127.0f), 127.0f);  // NaN: -127
+      out[b].qs[j] = static_cast<std::int8_t>(v);
       sum += out[b].qs[j];
     }
     out[b].d = f16::from_float(d);

@@ -24,6 +24,10 @@
 // tiles, q4_0_tiles.hpp, from the tiles: detail/matmul_int8_tiles.hpp), the other paths
 // the dequantised values, so a token's product does not depend on how many tokens share
 // the call beyond the order of the f32 sums.
+//
+// The weight-only types (q4_1, q5_0, q5_1, q2_K .. q6_K) take their own path, ggml's
+// integer dot products: x rounded to q8_K / q8_1 / q8_0 blocks, exact integer sums per
+// block, the same floats on every ISA (detail/matmul_quant.hpp, detail/quant_dot.hpp).
 #pragma once
 
 #include <algorithm>

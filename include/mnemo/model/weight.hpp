@@ -40,7 +40,7 @@ inline result<weight> weight_from_gguf(const gguf::tensor& t, std::size_t expect
   if (!t.element_type)
     return make_status(status_code::unsupported,
                        "tensor '%.*s' has type %.*s, which mnemo does not "
-                       "compute with (f32, f16, bf16, q8_0, q4_0)",
+                       "compute with (f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q2_K .. q6_K)",
                        static_cast<int>(t.name.size()), t.name.data(),
                        static_cast<int>(t.type_name.size()), t.type_name.data());
   if (t.n_dims > 2 || t.dims[2] != 1 || t.dims[3] != 1)
@@ -62,7 +62,14 @@ inline result<weight> weight_from_gguf(const gguf::tensor& t, std::size_t expect
   w.row_bytes = t.row_bytes;
   w.data = t.data.data();
   w.name = t.name;
-  if (w.row_bytes * w.n_out != t.data.size() || n_in % dtype::block_size(w.type) != 0)
+  if (n_in % dtype::block_size(w.type) != 0)
+    return make_status(status_code::corrupt_data,
+                       "tensor '%.*s': a row of %zu values is not whole %.*s blocks of %zu",
+                       static_cast<int>(t.name.size()), t.name.data(), n_in,
+                       static_cast<int>(t.type_name.size()), t.type_name.data(),
+                       dtype::block_size(w.type));
+  if (w.row_bytes != n_in / dtype::block_size(w.type) * dtype::block_bytes(w.type) ||
+      w.row_bytes * w.n_out != t.data.size())
     return make_status(status_code::corrupt_data, "tensor '%.*s': %zu bytes for %zu rows of %zu",
                        static_cast<int>(t.name.size()), t.name.data(), t.data.size(), n_out,
                        w.row_bytes);

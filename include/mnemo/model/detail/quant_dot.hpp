@@ -22,6 +22,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <type_traits>
 
 #include "mnemo/base/config.hpp"
@@ -98,12 +99,20 @@ MNEMO_INLINE void group_scales(const E& b, k_group_scales& s) noexcept {
       s.scale[g] = static_cast<std::int16_t>(dtype::detail::q3_scale(b.scales, g));
   } else if constexpr (std::is_same_v<E, dtype::block_q6_K>) {
     for (std::size_t g = 0; g < 16; ++g) s.scale[g] = b.scales[g];
-  } else {  // q4_K, q5_K: 8 pairs for sub-blocks of 32
+  } else {  // q4_K, q5_K: 8 (scale, min) pairs for sub-blocks of 32, four per u32
+    std::uint32_t w[3];
+    std::memcpy(w, b.scales, 12);
+    // pairs 0..3: the low 6 bits of bytes 0..3 (scales) and 4..7 (mins); pairs 4..7: the
+    // nibbles of bytes 8..11 below the top 2 bits of bytes 0..3 (scales) and 4..7 (mins)
+    const std::uint32_t sc[2] = {w[0] & 0x3f3f3f3fu,
+                                 (w[2] & 0x0f0f0f0fu) | ((w[0] >> 2) & 0x30303030u)};
+    const std::uint32_t mn[2] = {w[1] & 0x3f3f3f3fu,
+                                 ((w[2] >> 4) & 0x0f0f0f0fu) | ((w[1] >> 2) & 0x30303030u)};
     for (std::size_t j = 0; j < 8; ++j) {
-      std::uint8_t sc, m;
-      dtype::detail::k_scale_min(b.scales, j, sc, m);
-      s.scale[2 * j] = s.scale[2 * j + 1] = sc;
-      s.min[2 * j] = s.min[2 * j + 1] = m;
+      const auto scale = static_cast<std::int16_t>((sc[j / 4] >> (8 * (j % 4))) & 0xff);
+      const auto min = static_cast<std::int16_t>((mn[j / 4] >> (8 * (j % 4))) & 0xff);
+      s.scale[2 * j] = s.scale[2 * j + 1] = scale;
+      s.min[2 * j] = s.min[2 * j + 1] = min;
     }
   }
 }
@@ -149,22 +158,25 @@ MNEMO_INLINE void unpack_codes(const E& b, std::int8_t* q) noexcept {
   }
 }
 
-/// The f32 part of one k-quant super-block, the same on every ISA.
+/// The f32 part of one k-quant super-block (scales converted from f16 already), the
+/// same on every ISA. dmin is unused without mins.
 template <class E>
-MNEMO_INLINE void combine_k(const E& b, const dtype::block_q8_K& a, std::int32_t isum,
-                            std::int32_t msum, float& acc) noexcept {
+MNEMO_INLINE void combine_k(float d, float dmin, float da, std::int32_t isum, std::int32_t msum,
+                            float& acc) noexcept {
   using dtype::detail::round_product;
-  acc += round_product(b.d.to_float() * a.d, static_cast<float>(isum));
-  if constexpr (has_min<E>) acc -= round_product(b.dmin.to_float() * a.d, static_cast<float>(msum));
+  acc += round_product(d * da, static_cast<float>(isum));
+  if constexpr (has_min<E>) acc -= round_product(dmin * da, static_cast<float>(msum));
 }
 
-/// The f32 part of one legacy block, the same on every ISA (ggml's vec_dot_q4_1_q8_1 etc.).
-template <class E, class A>
-MNEMO_INLINE void combine_legacy(const E& b, const A& a, std::int32_t sum, float& acc) noexcept {
+/// The f32 part of one legacy block, the same on every ISA (ggml's vec_dot_q4_1_q8_1
+/// etc.): m s is m_w s_x for q4_1 / q5_1, unused for q5_0.
+template <class E>
+MNEMO_INLINE void combine_legacy(float d, float da, float m, float s, std::int32_t sum,
+                                 float& acc) noexcept {
   using dtype::detail::round_product;
-  const float p = round_product(b.d.to_float() * a.d.to_float(), static_cast<float>(sum));
+  const float p = round_product(d * da, static_cast<float>(sum));
   if constexpr (has_min<E>)
-    acc += p + round_product(b.m.to_float(), a.s.to_float());
+    acc += p + round_product(m, s);
   else
     acc += p;
 }

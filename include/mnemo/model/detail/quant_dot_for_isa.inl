@@ -20,12 +20,21 @@ struct quant_dot<MNEMO_TARGET_ISA> {
     return s;
   }
 
+  /// An f16 scale as f32: F16C on x86 (bit-identical with the software conversion).
+  template <class H>
+  static MNEMO_INLINE float half_(H h) noexcept {
+#if defined(MNEMO_ARCH_X86_64)
+    if constexpr (x86_) return _cvtsh_ss(h.bits);
+#endif
+    return h.to_float();
+  }
+
   /// x . one row of nb blocks of E, x given as nb activation blocks.
   template <class E>
   static float dot(const E* w, const activation_block_t<E>* a, std::size_t nb) noexcept {
     float acc = 0.0f;
-    for (std::size_t b = 0; b < nb; ++b) {
-      if constexpr (is_k_quant<E>) {
+    if constexpr (is_k_quant<E>) {
+      for (std::size_t b = 0; b < nb; ++b) {
         k_group_scales s;
         group_scales(w[b], s);
         std::int32_t isum = 0, msum = 0;
@@ -43,22 +52,36 @@ struct quant_dot<MNEMO_TARGET_ISA> {
             if constexpr (has_min<E>) msum += s.min[g] * a[b].bsums[g];
           }
         }
-        combine_k(w[b], a[b], isum, msum, acc);
-      } else {
-        std::int32_t sum;
+        float dmin = 0.0f;
+        if constexpr (has_min<E>) dmin = half_(w[b].dmin);
+        combine_k<E>(half_(w[b].d), dmin, a[b].d, isum, msum, acc);
+      }
+    } else {
+      std::size_t b = 0;
 #if defined(MNEMO_ARCH_X86_64)
-        if constexpr (x86_) {
-          sum = legacy_sum_(w[b], a[b].qs);
-        } else
-#endif
-        {
-          alignas(32) std::int8_t q[32];
-          unpack_codes(w[b], q);
-          sum = sum_products_(q, a[b].qs, 32);
+      if constexpr (x86_) {
+        std::int32_t sums[4];
+        for (; b + 4 <= nb; b += 4) {
+          legacy_sums4_(w + b, a + b, sums);
+          for (std::size_t k = 0; k < 4; ++k) combine_legacy_(w[b + k], a[b + k], sums[k], acc);
         }
-        combine_legacy(w[b], a[b], sum, acc);
+      }
+#endif
+      for (; b < nb; ++b) {
+        alignas(32) std::int8_t q[32];
+        unpack_codes(w[b], q);
+        combine_legacy_(w[b], a[b], sum_products_(q, a[b].qs, 32), acc);
       }
     }
     return acc;
+  }
+
+  template <class E, class A>
+  static MNEMO_INLINE void combine_legacy_(const E& w, const A& a, std::int32_t sum,
+                                           float& acc) noexcept {
+    if constexpr (has_min<E>)
+      combine_legacy<E>(half_(w.d), half_(a.d), half_(w.m), half_(a.s), sum, acc);
+    else
+      combine_legacy<E>(half_(w.d), half_(a.d), 0.0f, 0.0f, sum, acc);
   }
 };

@@ -124,10 +124,17 @@ static MNEMO_INLINE __m256i legacy_codes_(const E& b) noexcept {
   return q;
 }
 
-/// sum_i q_i a_i over one legacy block.
-template <class E>
-static MNEMO_INLINE std::int32_t legacy_sum_(const E& b, const std::int8_t* a) noexcept {
-  const __m256i av = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a));
-  const __m256i p = pair_products_<E>(legacy_codes_(b), av);
-  return hsum_epi32_(_mm256_madd_epi16(p, _mm256_set1_epi16(1)));
+/// sum_i q_i a_i over each of 4 legacy blocks, reduced together (3 horizontal adds for
+/// the four where separate reductions take 4 shuffles and adds each).
+template <class E, class A>
+static MNEMO_INLINE void legacy_sums4_(const E* b, const A* a, std::int32_t* out) noexcept {
+  __m256i p[4];
+  for (std::size_t k = 0; k < 4; ++k) {
+    const __m256i av = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[k].qs));
+    p[k] = _mm256_madd_epi16(pair_products_<E>(legacy_codes_(b[k]), av), _mm256_set1_epi16(1));
+  }
+  // [b0 b0 b1 b1 | b0 b0 b1 b1] and the same for b2, b3; then [b0 b1 b2 b3 | ...]
+  const __m256i h = _mm256_hadd_epi32(_mm256_hadd_epi32(p[0], p[1]), _mm256_hadd_epi32(p[2], p[3]));
+  const __m128i s = _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(out), s);
 }
