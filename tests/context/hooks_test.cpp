@@ -13,8 +13,8 @@
 
 #include "mnemo/base/parallel.hpp"
 #include "mnemo/context.hpp"
-#include "mnemo/memory/full_cache.hpp"
-#include "mnemo/memory/full_cache_state.hpp"
+#include "mnemo/memory/full/full_cache.hpp"
+#include "mnemo/memory/full/full_cache_state.hpp"
 
 namespace {
 

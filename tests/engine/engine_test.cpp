@@ -13,7 +13,7 @@
 #include "mnemo/engine/engine.hpp"
 // The template path the engine must match (this test compiles one instantiation).
 #include "mnemo/context.hpp"
-#include "mnemo/memory/full_cache.hpp"
+#include "mnemo/memory/full/full_cache.hpp"
 #include "mnemo/model/llama.hpp"
 
 namespace {

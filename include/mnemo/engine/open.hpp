@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <type_traits>
 #include <string>
 #include <utility>
 
@@ -92,10 +93,10 @@ result<backend_ptr> build(Model& m, backend_args& a, MakeMemory&& make_memory) {
 }
 
 template <class KE>
-result<backend_ptr> llama_bounded(model::llama_model& m, backend_args& a) {
+result<backend_ptr> attention_bounded(model::attention_decoder& m, backend_args& a) {
   const engine_options& o = a.o;
   auto with_policy = [&]<class Policy>(Policy policy) {
-    return build<memory::bounded<Policy, KE>>(m, a, [&](const model::llama_model& mm) {
+    return build<memory::bounded<Policy, KE>>(m, a, [&](const model::attention_decoder& mm) {
       memory::bounded_config c;
       c.shape = mm.kv_shape();
       c.budget = o.evict_budget;
@@ -113,55 +114,49 @@ result<backend_ptr> llama_bounded(model::llama_model& m, backend_args& a) {
     case evict_policy::none: break;
   }
   return make_status(status_code::invalid_argument,
-                     "llama: memory 'bounded' needs an eviction policy (h2o, tova, snapkv, "
-                     "streaming_llm)");
+                     "%.*s: memory 'bounded' needs an eviction policy (h2o, tova, snapkv, "
+                     "streaming_llm)",
+                     static_cast<int>(a.arch.size()), a.arch.data());
 }
 
-inline result<backend_ptr> open_llama(model::llama_model m, backend_args& a, memory_kind k) {
+/// Every attention architecture (llama, qwen2, qwen3, phi3, gemma2, gemma3) runs on one
+/// full cache or split streams; those with windowed layers also on the interleaved
+/// composites; those without on the bounded cache.
+inline result<backend_ptr> open_attention(model::attention_decoder m, backend_args& a,
+                                          memory_kind k) {
   const engine_options& o = a.o;
+  using model_t = model::attention_decoder;
+  const bool interleaved = m.hparams().n_local() > 0 && m.hparams().n_global() > 0;
   if (k == memory_kind::full)
     return with_kv<float, dtype::f16, dtype::bf16, dtype::block_q8_0, dtype::block_q4_0>(
-        o.kv, "llama full", [&]<class KE>() {
-          return build<memory::full_cache<KE>>(m, a, [&](const model::llama_model& mm) {
+        o.kv, "full", [&]<class KE>() {
+          return build<memory::full_cache<KE>>(m, a, [&](const model_t& mm) {
             return memory::full_cache<KE>::make(mm.full_cache_config(o.n_ctx, o.n_seq_max));
           });
         });
   if (k == memory_kind::split)
     return with_kv<float, dtype::f16, dtype::bf16, dtype::block_q8_0, dtype::block_q4_0>(
-        o.kv, "llama split", [&]<class KE>() {
-          return build<memory::split_stream<KE>>(m, a, [&](const model::llama_model& mm) {
-            memory::split_stream_config c;
-            c.shape = mm.kv_shape();
-            c.n_seq_max = o.n_seq_max;
-            c.size_per_stream = per_seq(o);
-            c.rope = mm.hparams().rope();
-            return memory::split_stream<KE>::make(c);
+        o.kv, "split", [&]<class KE>() {
+          return build<memory::split_stream<KE>>(m, a, [&](const model_t& mm) {
+            return memory::split_stream<KE>::make(
+                mm.split_stream_config(per_seq(o), o.n_seq_max));
           });
         });
-  if (k == memory_kind::bounded)
-    return with_kv<dtype::f16>(o.kv, "llama bounded",
-                               [&]<class KE>() { return llama_bounded<KE>(m, a); });
-  return unknown_kind(a.arch, k, "auto, full, split, bounded");
-}
-
-inline result<backend_ptr> open_gemma3(model::gemma3_model m, backend_args& a, memory_kind k) {
-  const engine_options& o = a.o;
-  if (k != memory_kind::full && k != memory_kind::iswa && k != memory_kind::iswa_split)
-    return unknown_kind(a.arch, k, "auto, iswa, iswa-split, full");
-  return with_kv<float, dtype::f16>(o.kv, "gemma3", [&]<class KE>() -> result<backend_ptr> {
-    using model_t = model::gemma3_model;
-    if (k == memory_kind::iswa)
-      return build<model_t::iswa_memory<KE>>(m, a, [&](const model_t& mm) {
-        return mm.make_iswa<KE>(o.n_ctx, o.n_seq_max, o.n_ubatch);
-      });
-    if (k == memory_kind::iswa_split)
+  if (k == memory_kind::bounded && !interleaved)
+    return with_kv<dtype::f16>(o.kv, "bounded",
+                               [&]<class KE>() { return attention_bounded<KE>(m, a); });
+  if ((k == memory_kind::iswa || k == memory_kind::iswa_split) && interleaved)
+    return with_kv<float, dtype::f16>(o.kv, "iswa", [&]<class KE>() -> result<backend_ptr> {
+      if (k == memory_kind::iswa)
+        return build<model_t::iswa_memory<KE>>(m, a, [&](const model_t& mm) {
+          return mm.make_iswa<KE>(o.n_ctx, o.n_seq_max, o.n_ubatch);
+        });
       return build<model_t::iswa_split_memory<KE>>(m, a, [&](const model_t& mm) {
         return mm.make_iswa_split<KE>(per_seq(o), o.n_seq_max, o.n_ubatch);
       });
-    return build<memory::full_cache<KE>>(m, a, [&](const model_t& mm) {
-      return memory::full_cache<KE>::make(mm.full_cache_config(o.n_ctx, o.n_seq_max));
     });
-  });
+  return unknown_kind(a.arch, k,
+                      interleaved ? "auto, iswa, iswa-split, full, split" : "auto, full, split, bounded");
 }
 
 inline result<backend_ptr> open_mamba(model::mamba_model m, backend_args& a, memory_kind k) {
@@ -196,13 +191,11 @@ inline result<backend_ptr> open_jamba(model::jamba_model m, backend_args& a, mem
 }
 
 /// Each architecture's memory when the options say automatic.
-inline memory_kind default_kind(const model::llama_model&, const engine_options& o) {
-  return o.policy != evict_policy::none ? memory_kind::bounded : memory_kind::full;
-}
-inline memory_kind default_kind(const model::gemma3_model& m, const engine_options&) {
+inline memory_kind default_kind(const model::attention_decoder& m, const engine_options& o) {
   // The composite needs both kinds of layer; otherwise one full cache does.
   const auto& hp = m.hparams();
-  return hp.n_local() > 0 && hp.n_global() > 0 ? memory_kind::iswa : memory_kind::full;
+  if (hp.n_local() > 0 && hp.n_global() > 0) return memory_kind::iswa;
+  return o.policy != evict_policy::none ? memory_kind::bounded : memory_kind::full;
 }
 inline memory_kind default_kind(const model::mamba_model&, const engine_options&) {
   return memory_kind::recurrent;
@@ -234,11 +227,20 @@ inline status check_options(const engine_options& o) {
   return {};
 }
 
+/// The attention architectures load through their recipe; the others by themselves.
+template <class Model>
+result<Model> load_model(gguf::file file) {
+  if constexpr (std::is_same_v<Model, model::attention_decoder>)
+    return model::load_attention_decoder(std::move(file));
+  else
+    return Model::load(std::move(file));
+}
+
 /// Loads Model from `file` and opens its memory; o.memory becomes the kind used.
 template <class Model, class Open>
 result<backend_ptr> load_and_open(gguf::file file, engine_options& o, std::string_view arch,
                                   Open open) {
-  MNEMO_ASSIGN_OR_RETURN(Model m, Model::load(std::move(file)));
+  MNEMO_ASSIGN_OR_RETURN(Model m, load_model<Model>(std::move(file)));
   if (o.memory == memory_kind::automatic) o.memory = default_kind(m, o);
   const memory_kind k = o.memory;
   o.hooks.progress(0.6f);
@@ -267,13 +269,10 @@ result<engine> engine::open(const std::string& path, const engine_options& optio
   MNEMO_ASSIGN_OR_RETURN(std::string_view arch_view, file.get_string("general.architecture"));
   const std::string arch(arch_view);
   result<backend_ptr> b = make_status(status_code::unsupported,
-                                      "architecture '%s' is not supported (llama, gemma3, "
-                                      "mamba, jamba)",
-                                      arch.c_str());
-  if (arch == "llama")
-    b = load_and_open<model::llama_model>(std::move(file), o, arch, open_llama);
-  else if (arch == "gemma3")
-    b = load_and_open<model::gemma3_model>(std::move(file), o, arch, open_gemma3);
+                                      "architecture '%s' is not supported (%s, mamba, jamba)",
+                                      arch.c_str(), model::attention_architectures().c_str());
+  if (model::find_recipe(arch) != nullptr)
+    b = load_and_open<model::attention_decoder>(std::move(file), o, arch, open_attention);
   else if (arch == "mamba")
     b = load_and_open<model::mamba_model>(std::move(file), o, arch, open_mamba);
   else if (arch == "jamba")

@@ -1,5 +1,5 @@
 // The eviction policy concept (docs/eviction.md): what a policy of the bounded
-// KV strategy (memory/bounded.hpp) sees and decides. The cache owns storage,
+// KV strategy (memory/bounded/bounded.hpp) sees and decides. The cache owns storage,
 // positions, per-slot policy state, budgets and victim selection; a policy only
 // scores slots. That keeps a policy small (a few functions, a handful of lines) and
 // makes sequence operations, state files and rollback policy-agnostic: the per-slot

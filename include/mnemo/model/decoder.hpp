@@ -33,6 +33,7 @@
 #include "mnemo/model/decoder_memory.hpp"
 #include "mnemo/model/decoder_recipe.hpp"
 #include "mnemo/model/decoder_weights.hpp"
+#include "mnemo/model/forward_hooks.hpp"
 #include "mnemo/model/layers.hpp"
 #include "mnemo/model/matmul.hpp"
 #include "mnemo/model/output_head.hpp"
@@ -43,7 +44,7 @@ namespace mnemo::model {
 
 /// Activations of one micro-batch of up to n_ubatch tokens, reused by every call (a
 /// warm decode allocates nothing).
-class decoder_workspace {
+class decoder_workspace : public forward_hooks {
  public:
   std::uint32_t n_ubatch() const noexcept { return a_.n_ubatch; }
   /// [n_outputs, n_vocab] logits of the last forward(), output tokens in micro-batch
@@ -127,6 +128,7 @@ class attention_decoder : public decoder_memory<attention_decoder> {
     const attention::shape sh = d.attention_shape();
     const attention::rope_layout layout = rc_->rope;
     for (std::size_t l = 0; l < hp_.n_layer; ++l) {
+      MNEMO_RETURN_IF_ERROR(ws.between_layers(name(), l));
       const decoder_layer& L = layers_[l];
       const float* rope = hp_.local(l) ? ws.rope_loc_.data() : ws.rope_glb_.data();
       // Attention block: h = norm(x); q, k, v = W h (+ b); q, k: per-head norm, then
