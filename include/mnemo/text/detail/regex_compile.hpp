@@ -87,7 +87,30 @@ class regex_compiler {
         if (c.contains_slow(make_unit(a, prog_.flavour)))
           c.ascii_units[a >> 6] |= std::uint64_t{1} << (a & 63);
     compute_first();
+    mark_possessive_runs();
     return {};
+  }
+
+  /// A greedy run whose continuation cannot start on any unit of its class (and cannot
+  /// match empty except at the end) only ever succeeds with its longest length: `a*b`,
+  /// `\s+$`. Such runs keep no backtracking state, which keeps repeated searches linear.
+  void mark_possessive_runs() {
+    for (std::size_t pc = 0; pc + 1 < prog_.code.size(); ++pc) {
+      regex_inst& in = prog_.code[pc];
+      if (in.op != regex_op::run || in.lazy_or_negate) continue;
+      const first_units& next = prog_.first[pc + 1];
+      const char_class& c = prog_.classes[in.arg];
+      const bool ascii_overlap =
+          ((next.ascii[0] & c.ascii_units[0]) | (next.ascii[1] & c.ascii_units[1])) != 0;
+      const bool class_has_non_ascii =
+          c.negated || c.props != 0 || c.without != 0 || !c.ranges.empty();
+      // [^...\p{X}...] excludes every non-ASCII unit with bit X: a continuation whose
+      // non-ASCII starters all have such a bit cannot start inside the run
+      const bool excluded_by_props = c.negated && c.ranges.empty() && c.without == 0 &&
+                                     (next.non_ascii_props & ~c.props) == 0;
+      const bool non_ascii_overlap = next.non_ascii && class_has_non_ascii && !excluded_by_props;
+      in.possessive = !next.nullable && !ascii_overlap && !non_ascii_overlap;
+    }
   }
 
   /// prog_.first for every instruction. A loop reaches its head again only after
@@ -107,9 +130,13 @@ class regex_compiler {
     const regex_inst in = prog_.code[pc];
     first_units f;
     auto of_class = [&](std::uint32_t cls) {
+      const char_class& k = prog_.classes[cls];
       first_units c;
-      c.ascii = prog_.classes[cls].ascii_units;
+      c.ascii = k.ascii_units;
       c.non_ascii = true;
+      const bool by_props = !k.negated && k.ranges.empty() && k.without == 0;
+      c.non_ascii_props = by_props ? k.props : std::uint16_t{0xFFFF};
+      c.non_ascii = !by_props || k.props != 0;
       return c;
     };
     switch (in.op) {
@@ -125,6 +152,12 @@ class regex_compiler {
         break;
       case regex_op::jump: f = first_of(in.x, state); break;
       case regex_op::assertion:
+        if (static_cast<assertion_kind>(in.arg) == assertion_kind::end) {
+          f.end_only = true;
+          break;
+        }
+        f = first_of(pc + 1, state);
+        break;
       case regex_op::look: f = first_of(pc + 1, state); break;
     }
     // (a lookahead body's match is the end of the body, not of the pattern: callers of
