@@ -53,7 +53,8 @@ std::int64_t prefix(std::string_view pattern, std::string_view text, regex_flavo
 }
 
 /// The pieces one rule cuts `text` into (code point text).
-std::vector<std::string> split(std::string_view pattern, std::string_view text, regex_flavour f = U) {
+std::vector<std::string> split(std::string_view pattern, std::string_view text,
+                               regex_flavour f = U) {
   const mnemo::text::split_rule rule{pattern, f};
   auto p = mnemo::text::pre_tokenizer::from_rules({&rule, 1});
   EXPECT_TRUE(p.is_ok()) << p.error().to_string();
@@ -116,7 +117,10 @@ TEST(RegexFlavours, ClassesFollowLlamaCpp) {
   EXPECT_EQ(prefix("\\p{M}", "\xCC\x81"), 1);
   EXPECT_EQ(prefix("\\s", "\xC2\xA0"), 1);
   EXPECT_EQ(prefix("\\s", "\xE2\x80\x8B"), -1);  // U+200B is not white space
-  EXPECT_EQ(prefix("\\p{Han}+", "\xE6\x88\x91\xE6\x83\xB3" "a"), 2);
+  EXPECT_EQ(prefix("\\p{Han}+",
+                   "\xE6\x88\x91\xE6\x83\xB3"
+                   "a"),
+            2);
   // collapsed: every \p{L*} is \p{L}, '~' is neither P nor S, no literal matches non-ASCII
   EXPECT_EQ(prefix("\\p{Lu}+", "a\xC3\x89", K), 2);
   EXPECT_EQ(prefix("[\\p{P}\\p{S}]", "~", K), -1);
@@ -128,7 +132,7 @@ TEST(RegexFlavours, ClassesFollowLlamaCpp) {
   EXPECT_EQ(prefix("[\xE3\x80\x80-\xE3\x80\x82]", "\xE3\x80\x81", W), 1);
   EXPECT_EQ(prefix("\\s", "\xE3\x80\x80", W), 1);
   EXPECT_EQ(prefix("\\d", "\xEF\xBC\x91", W), -1);  // fullwidth 1: \d is ASCII
-  EXPECT_EQ(prefix("[^(\\s|.)]+", "ab(c", W), 2);    // '(' '|' ')' are members
+  EXPECT_EQ(prefix("[^(\\s|.)]+", "ab(c", W), 2);   // '(' '|' ')' are members
 }
 
 TEST(RegexSplit, PiecesAndEmptyMatches) {
@@ -146,14 +150,15 @@ TEST(RegexCompile, RefusesWithStatus) {
     const char* pattern;
     status_code code;
   };
-  for (const bad& b : {bad{"(", status_code::invalid_argument}, bad{"[a", status_code::invalid_argument},
-                       bad{"a)", status_code::invalid_argument}, bad{"a{2,1}", status_code::invalid_argument},
-                       bad{"*a", status_code::invalid_argument}, bad{"\\", status_code::invalid_argument},
-                       bad{"(a)\\1", status_code::unsupported}, bad{"(a*)*", status_code::unsupported},
-                       bad{"(?:a|)+", status_code::unsupported}, bad{"a{5000}", status_code::unsupported},
-                       bad{"\\p{Foo}", status_code::unsupported}, bad{"(?<n>a)", status_code::unsupported},
-                       bad{"a++", status_code::unsupported}, bad{"(?=a)*", status_code::unsupported},
-                       bad{"\xFF", status_code::invalid_argument}}) {
+  for (const bad& b :
+       {bad{"(", status_code::invalid_argument}, bad{"[a", status_code::invalid_argument},
+        bad{"a)", status_code::invalid_argument}, bad{"a{2,1}", status_code::invalid_argument},
+        bad{"*a", status_code::invalid_argument}, bad{"\\", status_code::invalid_argument},
+        bad{"(a)\\1", status_code::unsupported}, bad{"(a*)*", status_code::unsupported},
+        bad{"(?:a|)+", status_code::unsupported}, bad{"a{5000}", status_code::unsupported},
+        bad{"\\p{Foo}", status_code::unsupported}, bad{"(?<n>a)", status_code::unsupported},
+        bad{"a++", status_code::unsupported}, bad{"(?=a)*", status_code::unsupported},
+        bad{"\xFF", status_code::invalid_argument}}) {
     auto p = detail::regex_compiler::compile(b.pattern, U);
     ASSERT_FALSE(p.is_ok()) << "compiled: " << b.pattern;
     EXPECT_EQ(p.error().code(), b.code) << b.pattern << ": " << p.error().to_string();
@@ -172,10 +177,9 @@ TEST(RegexBounds, HostilePatternsStayLinear) {
     regex_flavour f;
   };
   const std::string as(20000, 'a'), digits(20000, '7'), spaces(20000, ' ');
-  for (const hostile& h :
-       {hostile{"(?:a|aa)+c", as, U}, hostile{"(?:a|a)*b", as, U}, hostile{"a*b|a", as, U},
-        hostile{"(?=(\\d{3})+(?!\\d))", digits, W}, hostile{"\\s+$|x", spaces, W},
-        hostile{"(?:ab|a)*c|a", as, U}}) {
+  for (const hostile& h : {hostile{"(?:a|aa)+c", as, U}, hostile{"(?:a|a)*b", as, U},
+                           hostile{"a*b|a", as, U}, hostile{"(?=(\\d{3})+(?!\\d))", digits, W},
+                           hostile{"\\s+$|x", spaces, W}, hostile{"(?:ab|a)*c|a", as, U}}) {
     const auto prog = compile(h.pattern, h.f);
     const auto units = units_of(h.text, h.f);
     detail::regex_matcher m;
@@ -204,15 +208,18 @@ TEST(RegexBounds, NestedRunsStayPolynomial) {
 /// Every pre-tokenizer type on long runs of the characters its rules treat specially
 /// finishes quickly and keeps every byte.
 TEST(RegexBounds, PreTokenizersOnHostileInputs) {
-  const std::vector<std::string> inputs = {
-      std::string(100000, ' '), std::string(100000, '7'), std::string(100000, '\''),
-      std::string(100000, '\n'), std::string(50000, 'a') + std::string(50000, '1'),
-      [] {
-        std::string s;
-        for (int i = 0; i < 20000; ++i) s += "a'\xC2\xA0 1\xE6\x88\x91";
-        return s;
-      }(),
-      std::string(100000, '\xFF')};
+  const std::vector<std::string> inputs = {std::string(100000, ' '),
+                                           std::string(100000, '7'),
+                                           std::string(100000, '\''),
+                                           std::string(100000, '\n'),
+                                           std::string(50000, 'a') + std::string(50000, '1'),
+                                           [] {
+                                             std::string s;
+                                             for (int i = 0; i < 20000; ++i)
+                                               s += "a'\xC2\xA0 1\xE6\x88\x91";
+                                             return s;
+                                           }(),
+                                           std::string(100000, '\xFF')};
   const auto start = std::chrono::steady_clock::now();
   for (const auto& t : mnemo::text::k_pre_tokenizer_types) {
     auto p = mnemo::text::pre_tokenizer::from_type(t);

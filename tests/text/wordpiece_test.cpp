@@ -22,8 +22,9 @@ using ids = std::vector<token_id>;
 
 mnemo::text::tokenizer bert_tokenizer() {
   const std::vector<std::string> tokens = {
-      "[PAD]", "[UNK]", "[CLS]", "[SEP]", WS "hello", WS "world", WS "un", "aff", "able",
-      WS "!",  WS ",",  WS "cafe", WS "\xE6\x88\x91", WS "x", "y", WS "a", "a", WS "xy"};
+      "[PAD]",           "[UNK]", "[CLS]", "[SEP]", WS "hello", WS "world",
+      WS "un",           "aff",   "able",  WS "!",  WS ",",     WS "cafe",
+      WS "\xE6\x88\x91", WS "x",  "y",     WS "a",  "a",        WS "xy"};
   std::vector<std::int32_t> types(tokens.size(), 1);
   types[0] = types[1] = types[2] = types[3] = 3;
   types[1] = 2;
@@ -64,8 +65,7 @@ TEST(WordPiece, SpecialTokensAndDecode) {
   auto text = tok.decode(tok.encode("Hello world unaffable"));
   ASSERT_TRUE(text.is_ok());
   EXPECT_EQ(text.value(), "hello world unaffable");
-  EXPECT_EQ(tok.encode("[CLS]hello", {.add_special = false, .parse_special = true}),
-            (ids{2, 4}));
+  EXPECT_EQ(tok.encode("[CLS]hello", {.add_special = false, .parse_special = true}), (ids{2, 4}));
 }
 
 }  // namespace

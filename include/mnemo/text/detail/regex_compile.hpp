@@ -77,7 +77,8 @@ class regex_compiler {
     for (std::size_t i = 0; i < look_roots_.size(); ++i) {
       prog_.lookaheads[i].entry = static_cast<std::uint32_t>(prog_.code.size());
       const node& body = nodes_[look_roots_[i]];
-      if (body.k == kind::one) prog_.lookaheads[i].single_class = static_cast<std::int32_t>(body.arg);
+      if (body.k == kind::one)
+        prog_.lookaheads[i].single_class = static_cast<std::int32_t>(body.arg);
       MNEMO_RETURN_IF_ERROR(emit(look_roots_[i]));
       prog_.code.push_back({regex_op::match});
       prog_.lookaheads[i].end = static_cast<std::uint32_t>(prog_.code.size());
@@ -106,8 +107,8 @@ class regex_compiler {
           c.negated || c.props != 0 || c.without != 0 || !c.ranges.empty();
       // [^...\p{X}...] excludes every non-ASCII unit with bit X: a continuation whose
       // non-ASCII starters all have such a bit cannot start inside the run
-      const bool excluded_by_props = c.negated && c.ranges.empty() && c.without == 0 &&
-                                     (next.non_ascii_props & ~c.props) == 0;
+      const bool excluded_by_props =
+          c.negated && c.ranges.empty() && c.without == 0 && (next.non_ascii_props & ~c.props) == 0;
       const bool non_ascii_overlap = next.non_ascii && class_has_non_ascii && !excluded_by_props;
       in.possessive = !next.nullable && !ascii_overlap && !non_ascii_overlap;
     }
@@ -310,13 +311,20 @@ class regex_compiler {
         out = add_node(node{kind::one, add_class(std::move(cls))});
         return {};
       }
-      case '^': out = add_node(node{kind::assertion, static_cast<std::uint32_t>(assertion_kind::begin)}); return {};
-      case '$': out = add_node(node{kind::assertion, static_cast<std::uint32_t>(assertion_kind::end)}); return {};
-      case '*': case '+': case '?': return error("nothing to repeat");
+      case '^':
+        out = add_node(node{kind::assertion, static_cast<std::uint32_t>(assertion_kind::begin)});
+        return {};
+      case '$':
+        out = add_node(node{kind::assertion, static_cast<std::uint32_t>(assertion_kind::end)});
+        return {};
+      case '*':
+      case '+':
+      case '?': return error("nothing to repeat");
       case '\\': {
         if (at_end()) return error("trailing backslash");
         if (peek() == 'b' || peek() == 'B') {
-          const auto k = peek() == 'b' ? assertion_kind::word_boundary : assertion_kind::not_word_boundary;
+          const auto k =
+              peek() == 'b' ? assertion_kind::word_boundary : assertion_kind::not_word_boundary;
           ++pos_;
           out = add_node(node{kind::assertion, static_cast<std::uint32_t>(k)});
           return {};
@@ -381,18 +389,26 @@ class regex_compiler {
     if (at_end() || peek() != '{') return error("expected \\p{...}");
     ++pos_;
     std::string name;
-    while (!at_end() && peek() != '}' && name.size() < 32) name.push_back(static_cast<char>(peek() & 0x7F)), ++pos_;
+    while (!at_end() && peek() != '}' && name.size() < 32)
+      name.push_back(static_cast<char>(peek() & 0x7F)), ++pos_;
     if (at_end() || peek() != '}') return error("unterminated \\p{...}");
     ++pos_;
     const bool collapsed = prog_.flavour == regex_flavour::collapsed;
-    if (name == "L" || (collapsed && (name == "Lu" || name == "Ll" || name == "Lt" || name == "Lm" || name == "Lo")))
+    if (name == "L" || (collapsed && (name == "Lu" || name == "Ll" || name == "Lt" ||
+                                      name == "Lm" || name == "Lo")))
       bits = prop_letter;  // collapsed text has one letter placeholder: every L* is \p{L}
-    else if (name == "N") bits = prop_number;
-    else if (name == "P") bits = prop_punctuation;
-    else if (name == "S") bits = prop_symbol;
-    else if (name == "M") bits = prop_mark;
-    else if (name == "Han" && !collapsed) bits = prop_han;
-    else return unsupported("unknown \\p{...} class for this flavour");
+    else if (name == "N")
+      bits = prop_number;
+    else if (name == "P")
+      bits = prop_punctuation;
+    else if (name == "S")
+      bits = prop_symbol;
+    else if (name == "M")
+      bits = prop_mark;
+    else if (name == "Han" && !collapsed)
+      bits = prop_han;
+    else
+      return unsupported("unknown \\p{...} class for this flavour");
     return {};
   }
 
@@ -407,8 +423,10 @@ class regex_compiler {
         if (at_end()) return error("short hex escape");
         const std::uint32_t h = peek();
         ++pos_;
-        const int d = h >= '0' && h <= '9' ? int(h - '0') : h >= 'a' && h <= 'f' ? int(h - 'a' + 10)
-                    : h >= 'A' && h <= 'F' ? int(h - 'A' + 10) : -1;
+        const int d = h >= '0' && h <= '9'   ? int(h - '0')
+                      : h >= 'a' && h <= 'f' ? int(h - 'a' + 10)
+                      : h >= 'A' && h <= 'F' ? int(h - 'A' + 10)
+                                             : -1;
         if (d < 0) return error("bad hex digit");
         v = v * 16 + static_cast<std::uint32_t>(d);
       }
@@ -427,20 +445,35 @@ class regex_compiler {
       return unsupported("\\D or \\W inside brackets");
     };
     switch (e) {
-      case 'd': case 'D':
-        return negatable([](char_class& c) { c.add('0', '9'); }, e == 'D');
-      case 'w': case 'W':
-        return negatable([](char_class& c) { c.add('0', '9'), c.add('A', 'Z'), c.add('a', 'z'), c.add('_', '_'); }, e == 'W');
+      case 'd':
+      case 'D': return negatable([](char_class& c) { c.add('0', '9'); }, e == 'D');
+      case 'w':
+      case 'W':
+        return negatable(
+            [](char_class& c) {
+              c.add('0', '9'), c.add('A', 'Z'), c.add('a', 'z'), c.add('_', '_');
+            },
+            e == 'W');
       case 's': cls.props |= prop_space; return {};
       case 'S':
-        if (in_class) { cls.without |= prop_space; return {}; }
+        if (in_class) {
+          cls.without |= prop_space;
+          return {};
+        }
         cls.props |= prop_space, cls.negated = true;
         return {};
-      case 'p': case 'P': {
+      case 'p':
+      case 'P': {
         std::uint16_t bits = 0;
         MNEMO_RETURN_IF_ERROR(parse_property(bits));
-        if (e == 'p') { cls.props |= bits; return {}; }
-        if (in_class) { cls.without |= bits; return {}; }
+        if (e == 'p') {
+          cls.props |= bits;
+          return {};
+        }
+        if (in_class) {
+          cls.without |= bits;
+          return {};
+        }
         cls.props |= bits, cls.negated = true;
         return {};
       }
@@ -450,8 +483,18 @@ class regex_compiler {
       case 'v': cls.add(0x0B, 0x0B); return {};
       case 'f': cls.add(0x0C, 0x0C); return {};
       case '0': cls.add(0, 0); return {};
-      case 'x': { std::uint32_t v = 0; MNEMO_RETURN_IF_ERROR(hex(2, v)); add_literal(cls, v, v, icase); return {}; }
-      case 'u': { std::uint32_t v = 0; MNEMO_RETURN_IF_ERROR(hex(4, v)); add_literal(cls, v, v, icase); return {}; }
+      case 'x': {
+        std::uint32_t v = 0;
+        MNEMO_RETURN_IF_ERROR(hex(2, v));
+        add_literal(cls, v, v, icase);
+        return {};
+      }
+      case 'u': {
+        std::uint32_t v = 0;
+        MNEMO_RETURN_IF_ERROR(hex(4, v));
+        add_literal(cls, v, v, icase);
+        return {};
+      }
       default:
         if ((e >= 'a' && e <= 'z') || (e >= 'A' && e <= 'Z') || (e >= '1' && e <= '9'))
           return unsupported("unknown escape (back-references are not supported)");
@@ -480,8 +523,10 @@ class regex_compiler {
         for (auto w : item.ascii) members += static_cast<std::size_t>(__builtin_popcountll(w));
         single = item.props == 0 && item.without == 0 && members == 1 && !icase;
         if (single) {
-          lo = item.ranges.empty() ? static_cast<std::uint32_t>(item.ascii[0] ? __builtin_ctzll(item.ascii[0]) : 64 + __builtin_ctzll(item.ascii[1]))
-                                   : item.ranges[0].first;
+          lo = item.ranges.empty()
+                   ? static_cast<std::uint32_t>(item.ascii[0] ? __builtin_ctzll(item.ascii[0])
+                                                              : 64 + __builtin_ctzll(item.ascii[1]))
+                   : item.ranges[0].first;
         } else {
           (void)bits;
           merge_into(cls, item);
@@ -500,8 +545,10 @@ class regex_compiler {
           char_class item;
           MNEMO_RETURN_IF_ERROR(parse_escape(false, item, true));
           if (item.props != 0 || item.without != 0) return error("a class escape ends a range");
-          hi = item.ranges.empty() ? static_cast<std::uint32_t>(item.ascii[0] ? __builtin_ctzll(item.ascii[0]) : 64 + __builtin_ctzll(item.ascii[1]))
-                                   : item.ranges[0].first;
+          hi = item.ranges.empty()
+                   ? static_cast<std::uint32_t>(item.ascii[0] ? __builtin_ctzll(item.ascii[0])
+                                                              : 64 + __builtin_ctzll(item.ascii[1]))
+                   : item.ranges[0].first;
         }
         if (hi < lo) return error("range out of order");
         add_literal(cls, lo, hi, icase);

@@ -214,7 +214,8 @@ class regex_matcher {
               while (n < in.x && n < max && member(in.arg, pos + n)) ++n;
               ok = n == in.x;
               if (!ok) break;
-              if (in.y > in.x) stack_.push_back({frame_kind::lazy_run, pc + 1, pos + n, pos + max, in.arg});
+              if (in.y > in.x)
+                stack_.push_back({frame_kind::lazy_run, pc + 1, pos + n, pos + max, in.arg});
               pos += n, ++pc;
               break;
             }
@@ -349,7 +350,7 @@ class regex_matcher {
   std::size_t words_per_pos_ = 1;
   std::vector<std::uint64_t> memo_;  // [piece length + 1][words_per_pos_] seen bits
   std::vector<frame> stack_;
-  std::vector<std::size_t> run_begin_, run_end_;  // [class] the last maximal run scanned
+  std::vector<std::size_t> run_begin_, run_end_;       // [class] the last maximal run scanned
   std::vector<std::vector<std::uint8_t>> look_state_;  // [lookahead][position]
   std::vector<std::vector<std::uint8_t>> look_marks_;  // [lookahead][position][body pc]
 };
