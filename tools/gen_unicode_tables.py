@@ -8,6 +8,7 @@ WordPiece see the same classes):
   k_lowercase      [cp, lower]: simple lowercase mapping (first code point of str.lower()).
   k_nfd_first      [first, last, base]: the first code point of each code point's NFD.
 Run: python3 tools/gen_unicode_tables.py > include/mnemo/text/detail/unicode_category_tables.hpp
+     clang-format -i include/mnemo/text/detail/unicode_category_tables.hpp
 """
 import unicodedata
 

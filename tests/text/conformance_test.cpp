@@ -8,10 +8,10 @@
 #include <string>
 #include <vector>
 
+#include "text/fixture_files.hpp"
 #include <gtest/gtest.h>
 
 #include "mnemo/text/text.hpp"
-#include "text/fixture_files.hpp"
 
 namespace {
 

@@ -16,7 +16,9 @@
 
 namespace mnemo_test {
 
-inline std::string tokenizer_fixture_dir() { return std::string(MNEMO_FIXTURES_DIR) + "/tokenizer"; }
+inline std::string tokenizer_fixture_dir() {
+  return std::string(MNEMO_FIXTURES_DIR) + "/tokenizer";
+}
 
 /// The *.gguf files of the tokenizer fixture directory that have an .inp and an .out,
 /// sorted (empty when the directory is absent).

@@ -5,11 +5,11 @@
 #include <string>
 #include <vector>
 
+#include "text/fixture_files.hpp"
 #include <gtest/gtest.h>
 
 #include "mnemo/gguf/file.hpp"
 #include "mnemo/text/pre_tokenizer.hpp"
-#include "text/fixture_files.hpp"
 
 namespace {
 
@@ -96,22 +96,51 @@ TEST(PreTokenizerTypes, AllCompile) {
     auto p = pre_tokenizer::from_type(t);
     EXPECT_TRUE(p.is_ok()) << t.type << ": " << p.error().to_string();
   }
-  EXPECT_EQ(pre_tokenizer::for_name("no-such-pre").error().code(),
-            mnemo::status_code::unsupported);
+  EXPECT_EQ(pre_tokenizer::for_name("no-such-pre").error().code(), mnemo::status_code::unsupported);
 }
 
-/// The hand-written scanners (GPT-2, StarCoder, Llama 3, Qwen 2, Qwen 3.5) agree with the regex engine on the
-/// fixture strings and on random mixes of the characters that matter to the rules.
+/// The hand-written scanners (GPT-2, StarCoder, Llama 3, Qwen 2, Qwen 3.5) agree with the regex
+/// engine on the fixture strings and on random mixes of the characters that matter to the rules.
 TEST(PreTokenizerFastPath, AgreesWithRegexEngine) {
   std::vector<std::string> texts;
   std::string inp;
-  if (mnemo_test::read_file(mnemo_test::tokenizer_fixture_dir() + "/ggml-vocab-gpt2-pre-gpt-2.gguf.inp", inp))
+  if (mnemo_test::read_file(
+          mnemo_test::tokenizer_fixture_dir() + "/ggml-vocab-gpt2-pre-gpt-2.gguf.inp", inp))
     texts = mnemo_test::read_inputs(inp);
-  const char* alphabet[] = {" ", "  ", "\t", "\n", "\r", "a", "Z", "'", "s", "re", "ll", "1", "7",
-                            "!", ".", "~", "\xC2\xA0", "\xC2\x85", "\xC3\xA9", "\xC2\xBD",
-                            "\xE2\x80\x8B", "\xE3\x80\x80", "\xE6\x88\x91", "\xF0\x9F\x98\x80",
-                            "\xCC\x81", "\xFF", "\xE2\x85\xA7", "'S", "'Re", "\r\n", "1234",
-                            " \xCC\x81", "\t\xCC\x81" "a"};
+  const char* alphabet[] = {" ",
+                            "  ",
+                            "\t",
+                            "\n",
+                            "\r",
+                            "a",
+                            "Z",
+                            "'",
+                            "s",
+                            "re",
+                            "ll",
+                            "1",
+                            "7",
+                            "!",
+                            ".",
+                            "~",
+                            "\xC2\xA0",
+                            "\xC2\x85",
+                            "\xC3\xA9",
+                            "\xC2\xBD",
+                            "\xE2\x80\x8B",
+                            "\xE3\x80\x80",
+                            "\xE6\x88\x91",
+                            "\xF0\x9F\x98\x80",
+                            "\xCC\x81",
+                            "\xFF",
+                            "\xE2\x85\xA7",
+                            "'S",
+                            "'Re",
+                            "\r\n",
+                            "1234",
+                            " \xCC\x81",
+                            "\t\xCC\x81"
+                            "a"};
   std::uint64_t seed = 0x5eed;
   for (int n = 0; n < 3000; ++n) {
     std::string t;

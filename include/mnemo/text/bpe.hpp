@@ -119,8 +119,8 @@ inline void bpe_encode_word(const vocab& v, std::string_view word, std::vector<t
       id = v.byte_token(static_cast<std::uint8_t>(word[i]));
     }
     const auto k = static_cast<std::int32_t>(s.symbols.size());
-    s.symbols.push_back({id, k - 1, -1, static_cast<std::uint32_t>(i),
-                         static_cast<std::uint32_t>(len), true});
+    s.symbols.push_back(
+        {id, k - 1, -1, static_cast<std::uint32_t>(i), static_cast<std::uint32_t>(len), true});
     if (k > 0) s.symbols[static_cast<std::size_t>(k - 1)].next = k;
     i += len;
   }

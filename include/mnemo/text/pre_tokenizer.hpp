@@ -78,8 +78,7 @@ class pre_tokenizer {
   bool uses_fast_path() const noexcept { return fast_ != pre_rules::none; }
 
   /// `ends` receives the byte offset where each non-empty piece of `text` ends.
-  void split(std::string_view text, std::vector<std::size_t>& ends,
-             pre_tokenize_scratch& s) const {
+  void split(std::string_view text, std::vector<std::size_t>& ends, pre_tokenize_scratch& s) const {
     if (fast_ != pre_rules::none) {
       pre_tokenize(fast_, text, ends, s);
       return;

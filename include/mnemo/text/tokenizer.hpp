@@ -143,8 +143,9 @@ class tokenizer {
     const token_type t = vocab_.type(id);
     std::string_view p = piece_unchecked(id, render_special);
     // SentencePiece's added space and WordPiece's word-start "▁" are not part of the text
-    const bool spm_prefix = (vocab_.family() == tokenizer_family::spm && vocab_.add_space_prefix()) ||
-                            vocab_.family() == tokenizer_family::wpm;
+    const bool spm_prefix =
+        (vocab_.family() == tokenizer_family::spm && vocab_.add_space_prefix()) ||
+        vocab_.family() == tokenizer_family::wpm;
     if (t == token_type::control || t == token_type::unknown || t == token_type::user_defined) {
       strip_space = spm_prefix;  // encode() put a space after it
     } else if (!p.empty()) {

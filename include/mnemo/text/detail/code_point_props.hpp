@@ -93,12 +93,37 @@ constexpr std::uint16_t collapsed_ascii_props(std::uint32_t c) noexcept {
   if (c >= '0' && c <= '9') return prop_number;
   if ((c >= 0x09 && c <= 0x0D) || c == ' ') return prop_space;
   switch (c) {
-    case '!': case '"': case '#': case '%': case '&': case '\'': case '(': case ')':
-    case '*': case ',': case '-': case '.': case '/': case ':': case ';': case '?':
-    case '@': case '[': case '\\': case ']': case '_': case '{': case '}':
-      return prop_punctuation;
-    case '$': case '+': case '<': case '=': case '>': case '^': case '`': case '|':
-      return prop_symbol;
+    case '!':
+    case '"':
+    case '#':
+    case '%':
+    case '&':
+    case '\'':
+    case '(':
+    case ')':
+    case '*':
+    case ',':
+    case '-':
+    case '.':
+    case '/':
+    case ':':
+    case ';':
+    case '?':
+    case '@':
+    case '[':
+    case '\\':
+    case ']':
+    case '_':
+    case '{':
+    case '}': return prop_punctuation;
+    case '$':
+    case '+':
+    case '<':
+    case '=':
+    case '>':
+    case '^':
+    case '`':
+    case '|': return prop_symbol;
     default: return 0;
   }
 }
@@ -133,9 +158,9 @@ inline std::uint32_t to_lower_cp(std::uint32_t cp) noexcept {
 /// keeps only that one: "é" -> "e").
 inline std::uint32_t nfd_first_cp(std::uint32_t cp) noexcept {
   if (cp < 0xC0) return cp;
-  auto it = std::lower_bound(
-      std::begin(k_nfd_first), std::end(k_nfd_first), cp,
-      [](const code_point_range_map& r, std::uint32_t c) { return r.last < c; });
+  auto it =
+      std::lower_bound(std::begin(k_nfd_first), std::end(k_nfd_first), cp,
+                       [](const code_point_range_map& r, std::uint32_t c) { return r.last < c; });
   return it != std::end(k_nfd_first) && it->first <= cp ? it->mapped : cp;
 }
 

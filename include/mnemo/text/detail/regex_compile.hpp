@@ -77,7 +77,8 @@ class regex_compiler {
     for (std::size_t i = 0; i < look_roots_.size(); ++i) {
       prog_.lookaheads[i].entry = static_cast<std::uint32_t>(prog_.code.size());
       const node& body = nodes_[look_roots_[i]];
-      if (body.k == kind::one) prog_.lookaheads[i].single_class = static_cast<std::int32_t>(body.arg);
+      if (body.k == kind::one)
+        prog_.lookaheads[i].single_class = static_cast<std::int32_t>(body.arg);
       MNEMO_RETURN_IF_ERROR(emit(look_roots_[i]));
       prog_.code.push_back({regex_op::match});
       prog_.lookaheads[i].end = static_cast<std::uint32_t>(prog_.code.size());
@@ -87,7 +88,30 @@ class regex_compiler {
         if (c.contains_slow(make_unit(a, prog_.flavour)))
           c.ascii_units[a >> 6] |= std::uint64_t{1} << (a & 63);
     compute_first();
+    mark_possessive_runs();
     return {};
+  }
+
+  /// A greedy run whose continuation cannot start on any unit of its class (and cannot
+  /// match empty except at the end) only ever succeeds with its longest length: `a*b`,
+  /// `\s+$`. Such runs keep no backtracking state, which keeps repeated searches linear.
+  void mark_possessive_runs() {
+    for (std::size_t pc = 0; pc + 1 < prog_.code.size(); ++pc) {
+      regex_inst& in = prog_.code[pc];
+      if (in.op != regex_op::run || in.lazy_or_negate) continue;
+      const first_units& next = prog_.first[pc + 1];
+      const char_class& c = prog_.classes[in.arg];
+      const bool ascii_overlap =
+          ((next.ascii[0] & c.ascii_units[0]) | (next.ascii[1] & c.ascii_units[1])) != 0;
+      const bool class_has_non_ascii =
+          c.negated || c.props != 0 || c.without != 0 || !c.ranges.empty();
+      // [^...\p{X}...] excludes every non-ASCII unit with bit X: a continuation whose
+      // non-ASCII starters all have such a bit cannot start inside the run
+      const bool excluded_by_props =
+          c.negated && c.ranges.empty() && c.without == 0 && (next.non_ascii_props & ~c.props) == 0;
+      const bool non_ascii_overlap = next.non_ascii && class_has_non_ascii && !excluded_by_props;
+      in.possessive = !next.nullable && !ascii_overlap && !non_ascii_overlap;
+    }
   }
 
   /// prog_.first for every instruction. A loop reaches its head again only after
@@ -107,9 +131,13 @@ class regex_compiler {
     const regex_inst in = prog_.code[pc];
     first_units f;
     auto of_class = [&](std::uint32_t cls) {
+      const char_class& k = prog_.classes[cls];
       first_units c;
-      c.ascii = prog_.classes[cls].ascii_units;
+      c.ascii = k.ascii_units;
       c.non_ascii = true;
+      const bool by_props = !k.negated && k.ranges.empty() && k.without == 0;
+      c.non_ascii_props = by_props ? k.props : std::uint16_t{0xFFFF};
+      c.non_ascii = !by_props || k.props != 0;
       return c;
     };
     switch (in.op) {
@@ -125,6 +153,12 @@ class regex_compiler {
         break;
       case regex_op::jump: f = first_of(in.x, state); break;
       case regex_op::assertion:
+        if (static_cast<assertion_kind>(in.arg) == assertion_kind::end) {
+          f.end_only = true;
+          break;
+        }
+        f = first_of(pc + 1, state);
+        break;
       case regex_op::look: f = first_of(pc + 1, state); break;
     }
     // (a lookahead body's match is the end of the body, not of the pattern: callers of
@@ -277,13 +311,20 @@ class regex_compiler {
         out = add_node(node{kind::one, add_class(std::move(cls))});
         return {};
       }
-      case '^': out = add_node(node{kind::assertion, static_cast<std::uint32_t>(assertion_kind::begin)}); return {};
-      case '$': out = add_node(node{kind::assertion, static_cast<std::uint32_t>(assertion_kind::end)}); return {};
-      case '*': case '+': case '?': return error("nothing to repeat");
+      case '^':
+        out = add_node(node{kind::assertion, static_cast<std::uint32_t>(assertion_kind::begin)});
+        return {};
+      case '$':
+        out = add_node(node{kind::assertion, static_cast<std::uint32_t>(assertion_kind::end)});
+        return {};
+      case '*':
+      case '+':
+      case '?': return error("nothing to repeat");
       case '\\': {
         if (at_end()) return error("trailing backslash");
         if (peek() == 'b' || peek() == 'B') {
-          const auto k = peek() == 'b' ? assertion_kind::word_boundary : assertion_kind::not_word_boundary;
+          const auto k =
+              peek() == 'b' ? assertion_kind::word_boundary : assertion_kind::not_word_boundary;
           ++pos_;
           out = add_node(node{kind::assertion, static_cast<std::uint32_t>(k)});
           return {};
@@ -348,18 +389,26 @@ class regex_compiler {
     if (at_end() || peek() != '{') return error("expected \\p{...}");
     ++pos_;
     std::string name;
-    while (!at_end() && peek() != '}' && name.size() < 32) name.push_back(static_cast<char>(peek() & 0x7F)), ++pos_;
+    while (!at_end() && peek() != '}' && name.size() < 32)
+      name.push_back(static_cast<char>(peek() & 0x7F)), ++pos_;
     if (at_end() || peek() != '}') return error("unterminated \\p{...}");
     ++pos_;
     const bool collapsed = prog_.flavour == regex_flavour::collapsed;
-    if (name == "L" || (collapsed && (name == "Lu" || name == "Ll" || name == "Lt" || name == "Lm" || name == "Lo")))
+    if (name == "L" || (collapsed && (name == "Lu" || name == "Ll" || name == "Lt" ||
+                                      name == "Lm" || name == "Lo")))
       bits = prop_letter;  // collapsed text has one letter placeholder: every L* is \p{L}
-    else if (name == "N") bits = prop_number;
-    else if (name == "P") bits = prop_punctuation;
-    else if (name == "S") bits = prop_symbol;
-    else if (name == "M") bits = prop_mark;
-    else if (name == "Han" && !collapsed) bits = prop_han;
-    else return unsupported("unknown \\p{...} class for this flavour");
+    else if (name == "N")
+      bits = prop_number;
+    else if (name == "P")
+      bits = prop_punctuation;
+    else if (name == "S")
+      bits = prop_symbol;
+    else if (name == "M")
+      bits = prop_mark;
+    else if (name == "Han" && !collapsed)
+      bits = prop_han;
+    else
+      return unsupported("unknown \\p{...} class for this flavour");
     return {};
   }
 
@@ -374,8 +423,10 @@ class regex_compiler {
         if (at_end()) return error("short hex escape");
         const std::uint32_t h = peek();
         ++pos_;
-        const int d = h >= '0' && h <= '9' ? int(h - '0') : h >= 'a' && h <= 'f' ? int(h - 'a' + 10)
-                    : h >= 'A' && h <= 'F' ? int(h - 'A' + 10) : -1;
+        const int d = h >= '0' && h <= '9'   ? int(h - '0')
+                      : h >= 'a' && h <= 'f' ? int(h - 'a' + 10)
+                      : h >= 'A' && h <= 'F' ? int(h - 'A' + 10)
+                                             : -1;
         if (d < 0) return error("bad hex digit");
         v = v * 16 + static_cast<std::uint32_t>(d);
       }
@@ -394,20 +445,35 @@ class regex_compiler {
       return unsupported("\\D or \\W inside brackets");
     };
     switch (e) {
-      case 'd': case 'D':
-        return negatable([](char_class& c) { c.add('0', '9'); }, e == 'D');
-      case 'w': case 'W':
-        return negatable([](char_class& c) { c.add('0', '9'), c.add('A', 'Z'), c.add('a', 'z'), c.add('_', '_'); }, e == 'W');
+      case 'd':
+      case 'D': return negatable([](char_class& c) { c.add('0', '9'); }, e == 'D');
+      case 'w':
+      case 'W':
+        return negatable(
+            [](char_class& c) {
+              c.add('0', '9'), c.add('A', 'Z'), c.add('a', 'z'), c.add('_', '_');
+            },
+            e == 'W');
       case 's': cls.props |= prop_space; return {};
       case 'S':
-        if (in_class) { cls.without |= prop_space; return {}; }
+        if (in_class) {
+          cls.without |= prop_space;
+          return {};
+        }
         cls.props |= prop_space, cls.negated = true;
         return {};
-      case 'p': case 'P': {
+      case 'p':
+      case 'P': {
         std::uint16_t bits = 0;
         MNEMO_RETURN_IF_ERROR(parse_property(bits));
-        if (e == 'p') { cls.props |= bits; return {}; }
-        if (in_class) { cls.without |= bits; return {}; }
+        if (e == 'p') {
+          cls.props |= bits;
+          return {};
+        }
+        if (in_class) {
+          cls.without |= bits;
+          return {};
+        }
         cls.props |= bits, cls.negated = true;
         return {};
       }
@@ -417,8 +483,18 @@ class regex_compiler {
       case 'v': cls.add(0x0B, 0x0B); return {};
       case 'f': cls.add(0x0C, 0x0C); return {};
       case '0': cls.add(0, 0); return {};
-      case 'x': { std::uint32_t v = 0; MNEMO_RETURN_IF_ERROR(hex(2, v)); add_literal(cls, v, v, icase); return {}; }
-      case 'u': { std::uint32_t v = 0; MNEMO_RETURN_IF_ERROR(hex(4, v)); add_literal(cls, v, v, icase); return {}; }
+      case 'x': {
+        std::uint32_t v = 0;
+        MNEMO_RETURN_IF_ERROR(hex(2, v));
+        add_literal(cls, v, v, icase);
+        return {};
+      }
+      case 'u': {
+        std::uint32_t v = 0;
+        MNEMO_RETURN_IF_ERROR(hex(4, v));
+        add_literal(cls, v, v, icase);
+        return {};
+      }
       default:
         if ((e >= 'a' && e <= 'z') || (e >= 'A' && e <= 'Z') || (e >= '1' && e <= '9'))
           return unsupported("unknown escape (back-references are not supported)");
@@ -447,8 +523,10 @@ class regex_compiler {
         for (auto w : item.ascii) members += static_cast<std::size_t>(__builtin_popcountll(w));
         single = item.props == 0 && item.without == 0 && members == 1 && !icase;
         if (single) {
-          lo = item.ranges.empty() ? static_cast<std::uint32_t>(item.ascii[0] ? __builtin_ctzll(item.ascii[0]) : 64 + __builtin_ctzll(item.ascii[1]))
-                                   : item.ranges[0].first;
+          lo = item.ranges.empty()
+                   ? static_cast<std::uint32_t>(item.ascii[0] ? __builtin_ctzll(item.ascii[0])
+                                                              : 64 + __builtin_ctzll(item.ascii[1]))
+                   : item.ranges[0].first;
         } else {
           (void)bits;
           merge_into(cls, item);
@@ -467,8 +545,10 @@ class regex_compiler {
           char_class item;
           MNEMO_RETURN_IF_ERROR(parse_escape(false, item, true));
           if (item.props != 0 || item.without != 0) return error("a class escape ends a range");
-          hi = item.ranges.empty() ? static_cast<std::uint32_t>(item.ascii[0] ? __builtin_ctzll(item.ascii[0]) : 64 + __builtin_ctzll(item.ascii[1]))
-                                   : item.ranges[0].first;
+          hi = item.ranges.empty()
+                   ? static_cast<std::uint32_t>(item.ascii[0] ? __builtin_ctzll(item.ascii[0])
+                                                              : 64 + __builtin_ctzll(item.ascii[1]))
+                   : item.ranges[0].first;
         }
         if (hi < lo) return error("range out of order");
         add_literal(cls, lo, hi, icase);

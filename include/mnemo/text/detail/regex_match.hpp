@@ -6,7 +6,11 @@
 // Bounded work: the backtracker counts its steps; past 64 per unit of the piece (plus a
 // constant) it switches on a memo of failed (instruction, position) states, after which
 // every state is expanded at most once per piece (twice at a match end, whose marks are
-// cleared), so a piece costs O(instructions x length) whatever the pattern or the input.
+// cleared): no pattern backtracks exponentially. A greedy run still offers each shorter
+// length to what follows it, so nested runs that overlap (`(?:a+)+b`) cost O(length^2)
+// per piece; runs whose continuation cannot start inside them (`a*b`, `\s+$`, and every
+// run of the shipped rules that searches can restart in) keep no such state, and the
+// last maximal run of each class is remembered, so those stay linear.
 // A failed state stays failed for later searches because a state's fate depends only on
 // its position (assertions and lookaheads look at the piece, never at where the search
 // began). Lookaheads of more than one class are answered per position with a memo of
@@ -41,8 +45,7 @@ class regex_matcher {
     budget_ = 64 * (e - b + 1) + 4096;
     memo_.clear();
     words_per_pos_ = (p.code.size() + 63) / 64;
-    look_state_.assign(p.lookaheads.size(), {});
-    look_marks_.assign(p.lookaheads.size(), {});
+    reset_caches(p);
 
     std::size_t from = b;
     bool not_null = false;
@@ -77,8 +80,7 @@ class regex_matcher {
     budget_ = 64 * (e - b + 1) + 4096;
     memo_.clear();
     words_per_pos_ = (p.code.size() + 63) / 64;
-    look_state_.assign(p.lookaheads.size(), {});
-    look_marks_.assign(p.lookaheads.size(), {});
+    reset_caches(p);
     return match_at(b, false);
   }
 
@@ -99,11 +101,34 @@ class regex_matcher {
     return pos < e_ && prog_->classes[cls].contains(units_[pos]);
   }
 
+  void reset_caches(const regex_program& p) {
+    for (auto& v : look_state_) v.clear();
+    for (auto& v : look_marks_) v.clear();
+    look_state_.resize(p.lookaheads.size());
+    look_marks_.resize(p.lookaheads.size());
+    run_begin_.assign(p.classes.size(), 0);
+    run_end_.assign(p.classes.size(), 0);
+  }
+
+  /// The number of units of class `cls` from `pos` on, at most `max`. The last maximal
+  /// run per class is remembered: a start inside it ends where it ends, so rescanning a
+  /// long run from every start (a search that fails and moves on) costs nothing.
+  std::size_t run_length(std::uint32_t cls, std::size_t pos, std::size_t max) {
+    if (!(run_begin_[cls] <= pos && pos < run_end_[cls])) {
+      std::size_t end = pos;
+      while (member(cls, end)) ++end;
+      steps_ += (end - pos) / 8;
+      run_begin_[cls] = pos;
+      run_end_[cls] = end;
+    }
+    return std::min(max, run_end_[cls] - pos);
+  }
+
   /// Whether the unit at `pos` can start a match of the code at `pc` (a cheap filter).
   bool may_start(std::uint32_t pc, std::size_t pos) const noexcept {
     const first_units& f = prog_->first[pc];
     if (f.nullable) return true;
-    if (pos >= e_) return false;
+    if (pos >= e_) return f.end_only;
     const std::uint32_t v = units_[pos].value;
     return v < 0x80 ? ((f.ascii[v >> 6] >> (v & 63)) & 1u) != 0 : f.non_ascii;
   }
@@ -135,11 +160,11 @@ class regex_matcher {
       if (++steps_ <= budget_) return false;
       memo_.assign((e_ - b_ + 1) * words_per_pos_, 0);
     }
+    ++steps_;
     std::uint64_t& w = memo_[(pos - b_) * words_per_pos_ + pc / 64];
     const std::uint64_t bit = std::uint64_t{1} << (pc % 64);
     if (w & bit) return true;
     w |= bit;
-    ++steps_;
     return false;
   }
 
@@ -189,16 +214,16 @@ class regex_matcher {
               while (n < in.x && n < max && member(in.arg, pos + n)) ++n;
               ok = n == in.x;
               if (!ok) break;
-              if (in.y > in.x) stack_.push_back({frame_kind::lazy_run, pc + 1, pos + n, pos + max, in.arg});
+              if (in.y > in.x)
+                stack_.push_back({frame_kind::lazy_run, pc + 1, pos + n, pos + max, in.arg});
               pos += n, ++pc;
               break;
             }
-            std::size_t n = 0;
-            while (n < max && member(in.arg, pos + n)) ++n;
-            steps_ += n / 8;
+            const std::size_t n = run_length(in.arg, pos, max);
             ok = n >= in.x;
             if (!ok) break;
-            if (n > in.x) stack_.push_back({frame_kind::greedy_run, pc + 1, pos + n, pos + in.x, 0});
+            if (n > in.x && !in.possessive)
+              stack_.push_back({frame_kind::greedy_run, pc + 1, pos + n, pos + in.x, 0});
             pos += n, ++pc;
             break;
           }
@@ -290,11 +315,11 @@ class regex_matcher {
           case regex_op::run: {
             const std::size_t room = e_ - pos;
             const std::size_t max = in.y == k_unbounded ? room : std::min<std::size_t>(in.y, room);
-            std::size_t n = 0;
-            while (n < max && member(in.arg, pos + n)) ++n;
+            const std::size_t n = run_length(in.arg, pos, max);
             ok = n >= in.x;
             if (!ok) break;
-            for (std::size_t k = in.x; k < n; ++k) todo.push_back({pc + 1, pos + k, parent});
+            if (!in.possessive)
+              for (std::size_t k = in.x; k < n; ++k) todo.push_back({pc + 1, pos + k, parent});
             pos += n, ++pc;
             break;
           }
@@ -325,6 +350,7 @@ class regex_matcher {
   std::size_t words_per_pos_ = 1;
   std::vector<std::uint64_t> memo_;  // [piece length + 1][words_per_pos_] seen bits
   std::vector<frame> stack_;
+  std::vector<std::size_t> run_begin_, run_end_;       // [class] the last maximal run scanned
   std::vector<std::vector<std::uint8_t>> look_state_;  // [lookahead][position]
   std::vector<std::vector<std::uint8_t>> look_marks_;  // [lookahead][position][body pc]
 };

@@ -85,6 +85,9 @@ struct regex_inst {
   bool lazy_or_negate = false;  // run: lazy; look: negative lookahead
   std::uint32_t arg = 0;
   std::uint32_t x = 0, y = 0;
+  // run: nothing after it can start inside the run, so giving units back cannot help
+  // (set by the compiler)
+  bool possessive = false;
 };
 
 /// What can start a match from an instruction: ASCII units by bitmap, any non-ASCII unit
@@ -94,11 +97,16 @@ struct first_units {
   std::array<std::uint64_t, 2> ascii{};
   bool non_ascii = false;
   bool nullable = false;
+  bool end_only = false;  // may match empty, but only at the piece's end ('$')
+  // a non-ASCII unit that starts a match has one of these class bits (all: unknown)
+  std::uint16_t non_ascii_props = 0;
 
   void merge(const first_units& o) noexcept {
+    non_ascii_props |= o.non_ascii_props;
     ascii[0] |= o.ascii[0], ascii[1] |= o.ascii[1];
     non_ascii = non_ascii || o.non_ascii;
     nullable = nullable || o.nullable;
+    end_only = end_only || o.end_only;
   }
 };
 
