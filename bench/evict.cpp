@@ -18,11 +18,11 @@
 
 #include "mnemo/base/rng.hpp"
 #include "mnemo/evict/h2o.hpp"
-#include "mnemo/evict/observe.hpp"
 #include "mnemo/evict/snapkv.hpp"
 #include "mnemo/evict/streaming_llm.hpp"
 #include "mnemo/evict/tova.hpp"
-#include "mnemo/memory/bounded.hpp"
+#include "mnemo/memory/bounded/bounded.hpp"
+#include "mnemo/model/attend_observed.hpp"
 
 namespace {
 
@@ -79,7 +79,7 @@ struct decode_setup {
     const auto t1 = clk::now();
     const attention::query_batch qb{q.data(), 1, pos, seq, nullptr};
     if constexpr (G == memory::kv_granularity::per_kv_head) {
-      (void)evict::detail::attend_lanes<simd::native, E, E, Policy::uses_attention>(
+      (void)model::detail::attend_lanes<simd::native, E, E, Policy::uses_attention>(
           k_hkv, sh, ap, qb, lv, out.data(), ws, {1}, stats, sink);
     } else if constexpr (Policy::uses_attention) {
       if (stats)

@@ -25,7 +25,7 @@
 
 #include "mnemo/context.hpp"
 #include "mnemo/gguf/writer.hpp"
-#include "mnemo/memory/recurrent.hpp"
+#include "mnemo/memory/recurrent/recurrent.hpp"
 #include "mnemo/model/mamba.hpp"
 #include "mnemo/ssm/ssm.hpp"
 

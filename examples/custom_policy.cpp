@@ -24,7 +24,7 @@
 
 #include "mnemo/context.hpp"
 #include "mnemo/evict/concepts.hpp"
-#include "mnemo/memory/bounded.hpp"
+#include "mnemo/memory/bounded/bounded.hpp"
 #include "mnemo/model/llama.hpp"
 
 // ---- the policy ------------------------------------------------------------------

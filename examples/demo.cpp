@@ -31,7 +31,7 @@
 #include "common/random_llama.hpp"
 
 #include "mnemo/context.hpp"
-#include "mnemo/memory/full_cache.hpp"
+#include "mnemo/memory/full/full_cache.hpp"
 #include "mnemo/model/architectures.hpp"
 #include "mnemo/sampling.hpp"
 #include "mnemo/simd/cpu.hpp"

@@ -13,11 +13,7 @@ find_program(MNEMO_QEMU_AARCH64 NAMES qemu-aarch64 qemu-aarch64-static)
 
 set(_mnemo_cross_src ${CMAKE_CURRENT_LIST_DIR}/cross/neon_selfcheck.cpp)
 set(_mnemo_cross_bin ${CMAKE_CURRENT_BINARY_DIR}/neon_selfcheck_aarch64)
-get_target_property(_mnemo_eigen_dirs Eigen3::Eigen INTERFACE_INCLUDE_DIRECTORIES)
 set(_mnemo_cross_includes -I ${PROJECT_SOURCE_DIR}/include)
-foreach(dir IN LISTS _mnemo_eigen_dirs)
-  list(APPEND _mnemo_cross_includes -I ${dir})
-endforeach()
 
 if(MNEMO_AARCH64_CXX)
   add_test(NAME cross.aarch64.compile

@@ -19,8 +19,8 @@
 #include "mnemo/base/status.hpp"
 #include "mnemo/context.hpp"
 #include "mnemo/dtype/dtype.hpp"
-#include "mnemo/memory/full_cache.hpp"
-#include "mnemo/memory/split_stream.hpp"
+#include "mnemo/memory/full/full_cache.hpp"
+#include "mnemo/memory/stream/split_stream.hpp"
 #include "mnemo/model/architectures.hpp"
 
 namespace mnemo_examples {

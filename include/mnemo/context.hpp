@@ -27,8 +27,8 @@
 #include "mnemo/batch/validate.hpp"
 #include "mnemo/memory/batch_plan.hpp"
 #include "mnemo/memory/concepts.hpp"
+#include "mnemo/memory/token_history.hpp"
 #include "mnemo/simd/isa.hpp"
-#include "mnemo/token_history.hpp"
 
 namespace mnemo {
 
@@ -243,7 +243,7 @@ class context {
   }
   /// In recompute mode: the (token, position) pairs s's cells come from, and whether
   /// that list is complete (no embedding input, no state_read since s was last empty).
-  const token_history& history() const noexcept { return hist_; }
+  const memory::token_history& history() const noexcept { return hist_; }
 
   /// The memory's state (s == -1: all of it) through the strategy's state_write.
   status state_write(seq_id s, std::vector<std::uint8_t>& out) {
@@ -283,11 +283,12 @@ class context {
   /// position, so no shorter re-decode is exact. The whole memory is saved first (the
   /// re-decode may reuse window cells of other sequences): on failure it is restored
   /// byte for byte and `why` (the memory's refusal) comes back with the reason.
-  status recompute(seq_id s, const std::vector<token_history::entry>& entries, const status& why) {
+  status recompute(seq_id s, const std::vector<memory::token_history::entry>& entries,
+                   const status& why) {
     if constexpr (context_detail::has_state_io<Memory>) {
       std::vector<std::uint8_t> saved;
       MNEMO_RETURN_IF_ERROR(context_detail::write_state(mem_, -1, saved).with_context("recompute"));
-      token_history::snapshot old = hist_.save(s);
+      memory::token_history::snapshot old = hist_.save(s);
       status st = mem_.seq_rm(s, -1, -1);
       if (st) hist_.seq_rm(s, -1, -1);
       batch b;
@@ -318,7 +319,7 @@ class context {
   std::vector<std::int32_t> row_of_token_;  // [n_tokens] output row or -1
   std::vector<std::int32_t> rows_;          // the same, being built
   std::uint32_t n_outputs_ = 0;
-  token_history hist_;  // recompute mode only
+  memory::token_history hist_;  // recompute mode only
 };
 
 }  // namespace mnemo

@@ -14,7 +14,7 @@
 #include <gtest/gtest.h>
 
 #include "mnemo/context.hpp"
-#include "mnemo/memory/full_cache.hpp"
+#include "mnemo/memory/full/full_cache.hpp"
 #include "mnemo/model/llama.hpp"
 #include "mnemo/text/chat_template.hpp"
 #include "mnemo/text/tokenizer.hpp"

@@ -10,8 +10,8 @@
 #include <gtest/gtest.h>
 
 #include "mnemo/context.hpp"
-#include "mnemo/memory/full_cache.hpp"
-#include "mnemo/memory/full_cache_state.hpp"
+#include "mnemo/memory/full/full_cache.hpp"
+#include "mnemo/memory/full/full_cache_state.hpp"
 
 namespace {
 

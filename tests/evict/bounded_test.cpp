@@ -12,9 +12,9 @@
 #include "mnemo/evict/snapkv.hpp"
 #include "mnemo/evict/streaming_llm.hpp"
 #include "mnemo/evict/tova.hpp"
-#include "mnemo/memory/bounded_state.hpp"
-#include "mnemo/memory/full_cache.hpp"
-#include "mnemo/memory/full_cache_state.hpp"
+#include "mnemo/memory/bounded/bounded_state.hpp"
+#include "mnemo/memory/full/full_cache.hpp"
+#include "mnemo/memory/full/full_cache_state.hpp"
 
 namespace {
 

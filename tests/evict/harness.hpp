@@ -1,6 +1,6 @@
 // Drives a bounded memory without a model: one layer, one sequence, synthetic
 // Q/K/V with planted structure (docs/eviction.md), attention through
-// evict::attend_observed exactly as the Llama decoder calls it.
+// model::attend_observed exactly as the Llama decoder calls it.
 #pragma once
 
 #include <cmath>
@@ -10,8 +10,8 @@
 #include "common/splitmix64.hpp"
 #include <gtest/gtest.h>
 
-#include "mnemo/evict/observe.hpp"
-#include "mnemo/memory/bounded.hpp"
+#include "mnemo/memory/bounded/bounded.hpp"
+#include "mnemo/model/attend_observed.hpp"
 
 namespace evict_test {
 
@@ -140,7 +140,7 @@ run_result run_synthetic(const synthetic& s, std::size_t n_prefill, std::size_t 
     EXPECT_EQ(r.max_view_cells, m.view_stats().max_cells);
     out.assign(n * H * d, 0.0f);
     const attention::query_batch qb{&s.q[t * H * d], n, pos.data(), seq.data(), nullptr};
-    const status st = evict::attend_observed<simd::native, float, float>(
+    const status st = model::attend_observed<simd::native, float, float>(
         m, 0, 0, sh, ap, qb, lv, out.data(), ws, attention::options{1});
     EXPECT_TRUE(st.is_ok()) << st.message();
     m.commit();

@@ -13,8 +13,8 @@
 #include "mnemo/evict/snapkv.hpp"
 #include "mnemo/evict/streaming_llm.hpp"
 #include "mnemo/evict/tova.hpp"
-#include "mnemo/memory/bounded_state.hpp"
-#include "mnemo/memory/full_cache.hpp"
+#include "mnemo/memory/bounded/bounded_state.hpp"
+#include "mnemo/memory/full/full_cache.hpp"
 
 namespace {
 

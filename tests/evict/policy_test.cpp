@@ -19,7 +19,7 @@ using namespace evict_test;
 using mnemo::pos_t;
 
 static_assert(mnemo::memory::kv_memory<mnemo::memory::bounded<mnemo::evict::h2o, float>>);
-static_assert(mnemo::evict::attention_observer<mnemo::memory::bounded<mnemo::evict::tova, float>>);
+static_assert(mnemo::model::attention_observer<mnemo::memory::bounded<mnemo::evict::tova, float>>);
 
 std::vector<pos_t> sorted(std::vector<pos_t> v) {
   std::sort(v.begin(), v.end());
@@ -148,7 +148,7 @@ TEST(EvictStats, MassMatchesReferenceAndIsConserved) {
   mnemo::attention::params ap;
   ap.scale = 1.0f / std::sqrt(static_cast<float>(s.d));
   const mnemo::attention::query_batch qb{s.q.data(), 24, pos.data(), seq.data(), nullptr};
-  ASSERT_TRUE((mnemo::evict::attend_observed<mnemo::simd::native, float, float>(
+  ASSERT_TRUE((mnemo::model::attend_observed<mnemo::simd::native, float, float>(
                    m, 0, 0, {s.n_head, s.n_head_kv, s.d, s.d}, ap, qb, lv, out.data(), ws, {1}))
                   .is_ok());
   std::vector<double> ref(24, 0.0);

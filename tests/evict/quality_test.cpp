@@ -19,7 +19,7 @@
 #include "mnemo/evict/snapkv.hpp"
 #include "mnemo/evict/streaming_llm.hpp"
 #include "mnemo/evict/tova.hpp"
-#include "mnemo/memory/full_cache.hpp"
+#include "mnemo/memory/full/full_cache.hpp"
 #include "mnemo/model/llama.hpp"
 
 namespace {

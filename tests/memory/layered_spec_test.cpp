@@ -4,8 +4,8 @@
 // (5 local + 1 global layers, window 1024) against a full cache at 32k context.
 #include <gtest/gtest.h>
 
-#include "mnemo/memory/layered.hpp"
-#include "mnemo/memory/layered_state.hpp"
+#include "mnemo/memory/layered/layered.hpp"
+#include "mnemo/memory/layered/layered_state.hpp"
 //
 #include "memory/harness.hpp"
 

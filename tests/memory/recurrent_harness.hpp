@@ -8,7 +8,7 @@
 
 #include <gtest/gtest.h>
 
-#include "mnemo/memory/recurrent.hpp"
+#include "mnemo/memory/recurrent/recurrent.hpp"
 
 namespace mnemo_test {
 

@@ -4,7 +4,7 @@
 // refused with the memory unchanged (T72, T73: all checks before any change).
 #include "memory/recurrent_harness.hpp"
 
-#include "mnemo/memory/recurrent_state.hpp"
+#include "mnemo/memory/recurrent/recurrent_state.hpp"
 
 namespace mnemo_test {
 namespace {

@@ -14,9 +14,9 @@
 #include <gtest/gtest.h>
 
 #include "mnemo/attention/attention.hpp"
-#include "mnemo/memory/part_checks.hpp"
-#include "mnemo/memory/sliding_window.hpp"
-#include "mnemo/memory/sliding_window_state.hpp"
+#include "mnemo/memory/seq_ops.hpp"
+#include "mnemo/memory/window/sliding_window.hpp"
+#include "mnemo/memory/window/sliding_window_state.hpp"
 //
 #include "memory/harness.hpp"
 

@@ -4,8 +4,8 @@
 #include <gtest/gtest.h>
 
 // Before the harness: its state_of() names memory::state_write, found at definition.
-#include "mnemo/memory/sliding_window.hpp"
-#include "mnemo/memory/sliding_window_state.hpp"
+#include "mnemo/memory/window/sliding_window.hpp"
+#include "mnemo/memory/window/sliding_window_state.hpp"
 //
 #include "memory/harness.hpp"
 

@@ -15,8 +15,8 @@
 #include <gtest/gtest.h>
 
 #include "mnemo/attention/attention.hpp"
-#include "mnemo/memory/part_checks.hpp"
-#include "mnemo/memory/split_window.hpp"
+#include "mnemo/memory/seq_ops.hpp"
+#include "mnemo/memory/window/split_window.hpp"
 //
 #include "memory/harness.hpp"
 

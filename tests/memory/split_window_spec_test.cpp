@@ -5,10 +5,10 @@
 // operations and state across both parts).
 #include <gtest/gtest.h>
 
-#include "mnemo/memory/layered.hpp"
-#include "mnemo/memory/layered_state.hpp"
-#include "mnemo/memory/split_window.hpp"
-#include "mnemo/memory/split_window_state.hpp"
+#include "mnemo/memory/layered/layered.hpp"
+#include "mnemo/memory/layered/layered_state.hpp"
+#include "mnemo/memory/window/split_window.hpp"
+#include "mnemo/memory/window/split_window_state.hpp"
 //
 #include "memory/harness.hpp"
 

@@ -17,7 +17,7 @@
 #include "mnemo/base/rng.hpp"
 #include "mnemo/context.hpp"
 #include "mnemo/gguf/writer.hpp"
-#include "mnemo/memory/full_cache.hpp"
+#include "mnemo/memory/full/full_cache.hpp"
 #include "mnemo/model/architectures.hpp"
 
 namespace {

@@ -25,9 +25,9 @@
 
 #include "mnemo/base/rng.hpp"
 #include "mnemo/context.hpp"
-#include "mnemo/memory/full_cache.hpp"
-#include "mnemo/memory/layered.hpp"
-#include "mnemo/memory/sliding_window.hpp"
+#include "mnemo/memory/full/full_cache.hpp"
+#include "mnemo/memory/layered/layered.hpp"
+#include "mnemo/memory/window/sliding_window.hpp"
 #include "mnemo/model/gemma3.hpp"
 #include "mnemo/simd/cpu.hpp"
 

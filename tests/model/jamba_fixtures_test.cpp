@@ -14,10 +14,10 @@
 #include <gtest/gtest.h>
 
 #include "mnemo/context.hpp"
-#include "mnemo/memory/full_cache.hpp"
-#include "mnemo/memory/layered.hpp"
-#include "mnemo/memory/recurrent.hpp"
-#include "mnemo/memory/split_stream.hpp"
+#include "mnemo/memory/full/full_cache.hpp"
+#include "mnemo/memory/layered/layered.hpp"
+#include "mnemo/memory/recurrent/recurrent.hpp"
+#include "mnemo/memory/stream/split_stream.hpp"
 #include "mnemo/model/jamba.hpp"
 #include "mnemo/model/mamba.hpp"
 

@@ -9,7 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "mnemo/context.hpp"
-#include "mnemo/memory/full_cache.hpp"
+#include "mnemo/memory/full/full_cache.hpp"
 
 namespace {
 

@@ -13,7 +13,7 @@
 #include <gtest/gtest.h>
 
 #include "mnemo/context.hpp"
-#include "mnemo/memory/recurrent.hpp"
+#include "mnemo/memory/recurrent/recurrent.hpp"
 #include "mnemo/model/mamba.hpp"
 
 namespace {

@@ -19,7 +19,7 @@
 
 #include "mnemo/base/rng.hpp"
 #include "mnemo/context.hpp"
-#include "mnemo/memory/full_cache.hpp"
+#include "mnemo/memory/full/full_cache.hpp"
 #include "mnemo/model/llama.hpp"
 #include "mnemo/model/q4_0_tiles.hpp"
 

@@ -22,11 +22,11 @@
 
 #include "mnemo/base/rng.hpp"
 #include "mnemo/context.hpp"
-#include "mnemo/memory/full_cache.hpp"
-#include "mnemo/memory/layered.hpp"
-#include "mnemo/memory/layered_state.hpp"
-#include "mnemo/memory/recurrent.hpp"
-#include "mnemo/memory/recurrent_state.hpp"
+#include "mnemo/memory/full/full_cache.hpp"
+#include "mnemo/memory/layered/layered.hpp"
+#include "mnemo/memory/layered/layered_state.hpp"
+#include "mnemo/memory/recurrent/recurrent.hpp"
+#include "mnemo/memory/recurrent/recurrent_state.hpp"
 #include "mnemo/model/jamba.hpp"
 #include "mnemo/model/mamba.hpp"
 

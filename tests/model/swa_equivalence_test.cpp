@@ -24,8 +24,8 @@
 #include <gtest/gtest.h>
 
 #include "mnemo/context.hpp"
-#include "mnemo/memory/full_cache_state.hpp"
-#include "mnemo/memory/layered_state.hpp"
+#include "mnemo/memory/full/full_cache_state.hpp"
+#include "mnemo/memory/layered/layered_state.hpp"
 #include "mnemo/model/gemma3.hpp"
 
 namespace {

@@ -1,6 +1,7 @@
 // From a batch to a memory's plan: validate against the memory's positions, split
-// the way the strategy needs (spec §7.4), and find room for every micro-batch before
-// anything changes (spec §1.1 planning guarantee).
+// the way the strategy needs (its split_strategy), and find room for every micro-batch
+// before anything changes, so that a batch that does not fit changes nothing
+// (docs/memory.md, "Planning and transactions").
 #pragma once
 
 #include <vector>

@@ -1,13 +1,14 @@
 // The metadata of one cell array (a stream): per cell its position, owner set and
-// pending shift; per sequence the multiset of positions it holds (spec/memory.md
-// §2.1). Every mutation goes through these methods so the derived data stay exact.
+// pending shift; per sequence the multiset of positions it holds (seq_pos_min / max
+// answer from it). Every mutation goes through these methods so the derived data stay
+// exact.
 //
 // The sequence operations that touch many cells (seq_rm, seq_cp, seq_keep, seq_add,
 // seq_div, defragmentation) are methods here too: they change the cells in one pass
 // and then each affected multiset once, by whole runs of positions, instead of an
-// update per cell. Measured on 48k used cells of 64k (bench_memory, docs/performance.md
-// "Sequence operations and state"): seq_keep 1.1 ms -> 45 us, seq_cp of 12k cells
-// 491 -> 85 us; what is left is mostly the scan of the cells (~19 us).
+// update per cell, because an update per cell made the sequence operations of a large
+// cache cost a sizeable part of a decode step; what is left is mostly the scan of the
+// cells (docs/performance.md, "Memory").
 #pragma once
 
 #include <algorithm>
@@ -24,6 +25,14 @@
 #include "mnemo/memory/types.hpp"
 
 namespace mnemo::memory {
+
+/// Calls fn(s) for every sequence s of o, by increasing id.
+template <class Fn>
+void for_each_seq(const seq_set& o, Fn&& fn) {
+  for (int w = 0; w < k_max_seq / 64; ++w)
+    for (std::uint64_t bits = o.words[w]; bits != 0; bits &= bits - 1)
+      fn(static_cast<seq_id>(w * 64 + std::countr_zero(bits)));
+}
 
 class cell_array {
  public:
@@ -67,7 +76,7 @@ class cell_array {
     pos_[i] = p;
     owners_[i] = owners;
     shift_[i] = 0;
-    for_each_owner(owners, [&](seq_id s) { seq_pos_[s].insert(p); });
+    for_each_seq(owners, [&](seq_id s) { seq_pos_[s].insert(p); });
     ++used_;
     used_max_p1_ = std::max(used_max_p1_, i + 1);
   }
@@ -75,7 +84,7 @@ class cell_array {
   /// Empties cell i (whatever it holds).
   void release(std::size_t i) {
     if (empty(i)) return;
-    for_each_owner(owners_[i], [&](seq_id s) { drop(s, pos_[i]); });
+    for_each_seq(owners_[i], [&](seq_id s) { drop(s, pos_[i]); });
     free_cell(i);
   }
 
@@ -99,7 +108,7 @@ class cell_array {
   }
 
   /// Moves cell i to position p (a pending shift of p - old is recorded);
-  /// a negative p empties the cell (spec §1.3 seq_add). Returns whether it emptied.
+  /// a negative p empties the cell (as seq_add does). Returns whether it emptied.
   bool move(std::size_t i, pos_t p) {
     MNEMO_DASSERT(!empty(i));
     const pos_t old = pos_[i];
@@ -107,7 +116,7 @@ class cell_array {
       release(i);
       return true;
     }
-    for_each_owner(owners_[i], [&](seq_id s) {
+    for_each_seq(owners_[i], [&](seq_id s) {
       drop(s, old);
       seq_pos_[s].insert(p);
     });
@@ -153,7 +162,7 @@ class cell_array {
     used_max_p1_ = std::max(used_max_p1_, to + 1);
   }
 
-  // ---- sequence operations (spec §1.3): cells in one pass, multisets by runs ---------
+  // ---- sequence operations: cells in one pass, multisets by runs -------------------
 
   /// seq_rm: removes s (every sequence when s < 0) from the cells at positions in r;
   /// cells left without owner become free. Returns the lowest cell freed, or size().
@@ -262,17 +271,6 @@ class cell_array {
   }
 
  private:
-  template <class Fn>
-  static void for_each_owner(const seq_set& o, Fn&& fn) {
-    for (int w = 0; w < k_max_seq / 64; ++w) {
-      std::uint64_t bits = o.words[w];
-      while (bits) {
-        const int b = std::countr_zero(bits);
-        fn(static_cast<seq_id>(w * 64 + b));
-        bits &= bits - 1;
-      }
-    }
-  }
   void drop(seq_id s, pos_t p) {
     [[maybe_unused]] const bool found = seq_pos_[s].erase(p);
     MNEMO_DASSERT(found);

@@ -1,5 +1,5 @@
 // The memory concept every strategy models: sequence operations, queries, batch
-// planning with transactions, and K-shift (spec/memory.md §1). State I/O is a pair
+// planning with transactions, and K-shift (docs/memory.md). State I/O is a pair
 // of free functions per strategy (state_write / state_read).
 #pragma once
 

@@ -1,11 +1,11 @@
-// The multiset of positions one sequence holds in a cell array (spec/memory.md §2.1):
+// The multiset of positions one sequence holds in a cell array (cells.hpp):
 // what seq_pos_min / seq_pos_max answer from, exactly, in O(1).
 //
 // Sorted (position, count) entries in blocks of at most `block` entries (4 KiB by
 // default), a one-level B+-tree without the index: the blocks are found by binary
 // search over their last entries. Why not std::map: one node allocation per insert
-// and erase made a sequence operation cost 30-100 ns per touched cell (seq_keep of
-// 36k cells: 1 ms, 15% of a decode step's attention at 64k cells). Why not a count
+// and erase per touched cell made the sequence operations of a large cache cost a
+// sizeable part of a decode step (docs/performance.md). Why not a count
 // array over [min, max]: positions are caller data, and one sequence holding
 // positions 0 and 2^31 - 2 would need 8 GiB. Here memory is O(distinct positions),
 // an insert or erase anywhere is O(log blocks + block) (appending past the maximum,

@@ -1,7 +1,7 @@
 // The state file format shared by every memory strategy: a fixed little-endian
 // header that says what wrote it (strategy, model shape, K/V element types, RoPE
 // of the cached keys), then a payload guarded by its length and a 64-bit checksum.
-// Readers check everything before they change anything (spec §8.5 LIB).
+// Readers check everything before they change anything (docs/memory.md, "State files").
 //
 //   u32 magic 'MNMS'  u16 version  u16 strategy  i32 seq (-1: whole memory)
 //   u32 n_layer  u32 n_head_kv  u32 d_k  u32 d_v  u32 k_type  u32 v_type (ggml ids)
@@ -12,6 +12,7 @@
 // id included, which no other check sees) goes unnoticed.
 #pragma once
 
+#include <concepts>
 #include <cstdint>
 #include <cstring>
 #include <span>
@@ -22,6 +23,7 @@
 #include "mnemo/base/result.hpp"
 #include "mnemo/base/status.hpp"
 #include "mnemo/dtype/element_type.hpp"
+#include "mnemo/memory/types.hpp"
 
 namespace mnemo::memory {
 
@@ -72,12 +74,21 @@ state_header kv_state_header(strategy_id id, std::int32_t seq, const Config& cfg
   return h;
 }
 
+/// The header of a K/V memory m of strategy id: its config's shape and RoPE, its K/V
+/// element types (M::k_element, M::v_element), and n_stream.
+template <class M>
+state_header memory_state_header(strategy_id id, std::int32_t seq, const M& m,
+                                 std::uint32_t n_stream = 1) {
+  return kv_state_header<typename M::k_element, typename M::v_element>(id, seq, m.config(),
+                                                                       n_stream);
+}
+
 /// The state checksum: the bytes as little-endian 64-bit words dealt round-robin to
 /// four lanes, each lane h = ((h ^ w) * P) ^ (>> 32) (a bijection per word, so any
 /// single damaged word changes its lane); tail bytes go to lane 0 one by one; the
 /// lanes and the length are folded with a multiply-xorshift. Four independent
-/// multiply chains run at ~8 bytes per cycle; byte-wise FNV-1a, the first choice,
-/// spent 80% of saving a 48 MiB sequence in its one serial multiply per byte.
+/// multiply chains run at ~8 bytes per cycle, where a byte-wise hash (FNV-1a) waits on
+/// one serial multiply per byte and would dominate the cost of saving a state.
 inline std::uint64_t checksum64(std::span<const std::uint8_t> d, std::uint64_t seed = 0) noexcept {
   constexpr std::uint64_t P = 0x9e3779b97f4a7c15ull, M = 0xff51afd7ed558ccdull;
   std::uint64_t h[4] = {seed ^ 0x243f6a8885a308d3ull, seed ^ 0x13198a2e03707344ull,
@@ -259,6 +270,82 @@ inline result<std::span<const std::uint8_t>> open_state(std::span<const std::uin
     return make_status(status_code::corrupt_data, "state: checksum mismatch (the data is damaged)");
   seq_out = h.seq;
   return payload;
+}
+
+/// What every memory checks before it writes a state: the sequence (-1: the whole
+/// memory) and that no batch is open.
+inline status check_state_write(seq_id s, seq_id n_seq_max, bool in_batch) {
+  MNEMO_RETURN_IF_ERROR(check_seq(s, n_seq_max, "state_write", true));
+  if (in_batch)
+    return make_status(status_code::invalid_argument, "state_write: a batch is being applied");
+  return {};
+}
+
+/// A state opened for reading into a memory: its payload and the sequence it holds
+/// (-1: the whole memory).
+struct opened_state {
+  std::span<const std::uint8_t> payload;
+  std::int32_t src = -1;
+};
+
+/// What every memory checks before it reads a state into `dest` (-1: the whole memory):
+/// the destination, no open batch, the header against `expect` (open_state), and that
+/// a whole state goes into the whole memory and a sequence's state into a sequence.
+inline result<opened_state> open_state_into(std::span<const std::uint8_t> data,
+                                            const state_header& expect, seq_id dest,
+                                            seq_id n_seq_max, bool in_batch) {
+  MNEMO_RETURN_IF_ERROR(check_seq(dest, n_seq_max, "state_read", true));
+  if (in_batch)
+    return make_status(status_code::invalid_argument, "state_read: a batch is being applied");
+  opened_state st;
+  MNEMO_ASSIGN_OR_RETURN(st.payload, open_state(data, expect, st.src));
+  if ((dest < 0) != (st.src < 0))
+    return make_status(
+        status_code::invalid_argument, "state_read: a %s state cannot be loaded into %s",
+        st.src < 0 ? "whole-memory" : "per-sequence", dest < 0 ? "the whole memory" : "a sequence");
+  return st;
+}
+
+/// The state of sequence s (or of the whole memory, s == -1) of any memory, as a new
+/// buffer: each strategy's state_write(m, s, out) reuses a caller's buffer instead.
+template <class M>
+requires requires(M& m, seq_id s, std::vector<std::uint8_t>& out) {
+  { state_write(m, s, out) } -> std::same_as<status>;
+}
+result<std::vector<std::uint8_t>> state_write(M& m, seq_id s = -1) {
+  std::vector<std::uint8_t> out;
+  MNEMO_RETURN_IF_ERROR(state_write(m, s, out));
+  return out;
+}
+
+/// A payload of n parts, each a complete state of its own (composite memories):
+/// per part u64 bytes, then its bytes.
+inline std::size_t parts_bytes(const std::vector<std::vector<std::uint8_t>>& parts) {
+  std::size_t n = 0;
+  for (const auto& p : parts) n += 8 + p.size();
+  return n;
+}
+inline void put_parts(byte_writer& w, const std::vector<std::vector<std::uint8_t>>& parts) {
+  for (const auto& p : parts) {
+    w.put(static_cast<std::uint64_t>(p.size()));
+    w.put_bytes(p.data(), p.size());
+  }
+}
+/// Reads n parts and checks the payload ends with them; `what` names a part in a refusal.
+inline status get_parts(byte_reader& r, std::uint32_t n, const char* what,
+                        std::vector<std::span<const std::uint8_t>>& out) {
+  out.clear();
+  for (std::uint32_t k = 0; k < n; ++k) {
+    std::uint64_t len = 0;
+    r.get(len);
+    const std::uint8_t* p = r.ok() && len <= r.remaining() ? r.get_bytes(len) : nullptr;
+    if (p == nullptr)
+      return make_status(status_code::corrupt_data, "state_read: %s %u is truncated", what, k);
+    out.emplace_back(p, len);
+  }
+  if (r.remaining() != 0)
+    return make_status(status_code::corrupt_data, "state_read: %zu trailing bytes", r.remaining());
+  return {};
 }
 
 }  // namespace mnemo::memory

@@ -1,6 +1,6 @@
 // The undo log of a batch: the metadata of every cell a micro-batch touches, saved
-// before the first change, so that rollback() restores the memory exactly (LIB
-// deviation from llama.cpp, which only removes the failed micro-batch, spec §1.4).
+// before the first change, so that rollback() restores the memory exactly (llama.cpp
+// only removes the failed micro-batch; docs/memory.md, "Planning and transactions").
 #pragma once
 
 #include <cstddef>

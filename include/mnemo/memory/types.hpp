@@ -6,6 +6,7 @@
 #include <limits>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "mnemo/base/seq_set.hpp"
@@ -22,7 +23,7 @@ struct ubatch_tokens {
 };
 
 /// A half-open position range [p0, p1) with llama.cpp's conventions: a negative p0
-/// means 0 and a negative p1 means "to the end" (spec §1.2).
+/// means 0 and a negative p1 means "to the end" (docs/memory.md, "Ranges").
 struct pos_range {
   pos_t p0, p1;
   static constexpr pos_range of(pos_t p0, pos_t p1) noexcept {
@@ -37,6 +38,14 @@ inline status check_seq(seq_id s, seq_id n_seq_max, const char* op, bool any_ok 
   if ((any_ok && s == -1) || (s >= 0 && s < n_seq_max)) return {};
   return make_status(status_code::out_of_range, "%s: sequence id %d is outside [0, %d)%s", op, s,
                      n_seq_max, any_ok ? " (or -1 for every sequence)" : "");
+}
+
+/// Checks a memory's n_seq_max: sequence ids live in [0, n_seq_max), n_seq_max in
+/// [1, k_max_seq]. `who` names the memory in the refusal.
+inline status check_n_seq_max(const char* who, seq_id n_seq_max) {
+  if (n_seq_max >= 1 && n_seq_max <= k_max_seq) return {};
+  return make_status(status_code::invalid_argument, "%s: n_seq_max %d is outside [1, %d]", who,
+                     n_seq_max, k_max_seq);
 }
 
 /// Bytes a memory holds, per layer and element type, and cells per sequence.
@@ -54,6 +63,17 @@ struct memory_report {
 
   std::string to_string() const;
 };
+
+/// Appends n_layer layers of one kind holding k_bytes / v_bytes each to a report (the
+/// K/V strategies' common part of report()).
+inline void add_kv_layers(memory_report& r, std::size_t n_layer, std::string_view kind,
+                          std::string_view k_type, std::string_view v_type, std::size_t k_bytes,
+                          std::size_t v_bytes) {
+  for (std::size_t l = 0; l < n_layer; ++l)
+    r.layers.push_back(
+        {l, std::string(kind), std::string(k_type), std::string(v_type), k_bytes, v_bytes});
+  r.total_bytes += n_layer * (k_bytes + v_bytes);
+}
 
 inline std::string memory_report::to_string() const {
   std::string s;

@@ -16,8 +16,8 @@
 #include "mnemo/base/parallel.hpp"
 #include "mnemo/base/status.hpp"
 #include "mnemo/batch/ubatch.hpp"
-#include "mnemo/evict/observe.hpp"
 #include "mnemo/memory/concepts.hpp"
+#include "mnemo/model/attend_observed.hpp"
 #include "mnemo/model/layers.hpp"
 #include "mnemo/model/matmul.hpp"
 #include "mnemo/model/tensor_binder.hpp"
@@ -134,9 +134,9 @@ status attend_layer(Memory& mem, std::size_t l, std::size_t u, const ubatch& ub,
       a.q.data(), ub.n_tokens(), ub.pos.data(), ub.seq.data(),
       a.views.token_stream.empty() ? nullptr : a.views.token_stream.data()};
   const attention::options opt{n_threads};
-  if constexpr (evict::attention_observer<Memory>) {
-    return evict::attend_observed<Isa, KE, VE>(mem, l, u, sh, ap, qb, a.views, a.attn.data(),
-                                               a.attn_ws, opt)
+  if constexpr (attention_observer<Memory>) {
+    return attend_observed<Isa, KE, VE>(mem, l, u, sh, ap, qb, a.views, a.attn.data(), a.attn_ws,
+                                        opt)
         .with_context(who);
   } else {
     return attention::attend<Isa, KE, VE>(sh, ap, qb, a.views.streams, a.attn.data(), a.attn_ws,

@@ -16,11 +16,11 @@
 
 #include "mnemo/attention/params.hpp"
 #include "mnemo/base/result.hpp"
-#include "mnemo/memory/full_cache.hpp"
-#include "mnemo/memory/layered.hpp"
-#include "mnemo/memory/sliding_window.hpp"
-#include "mnemo/memory/split_stream.hpp"
-#include "mnemo/memory/split_window.hpp"
+#include "mnemo/memory/full/full_cache.hpp"
+#include "mnemo/memory/layered/layered.hpp"
+#include "mnemo/memory/window/sliding_window.hpp"
+#include "mnemo/memory/stream/split_stream.hpp"
+#include "mnemo/memory/window/split_window.hpp"
 #include "mnemo/model/decoder_hparams.hpp"
 
 namespace mnemo::model {

@@ -19,7 +19,7 @@
 #include "mnemo/base/aligned_buffer.hpp"
 #include "mnemo/batch/ubatch.hpp"
 #include "mnemo/gguf/file.hpp"
-#include "mnemo/memory/recurrent.hpp"
+#include "mnemo/memory/recurrent/recurrent.hpp"
 #include "mnemo/model/layers.hpp"
 #include "mnemo/model/mamba_hparams.hpp"
 #include "mnemo/model/mamba_mixer.hpp"

@@ -23,7 +23,7 @@
 #include "mnemo/batch/ubatch.hpp"
 #include "mnemo/gguf/file.hpp"
 #include "mnemo/memory/concepts.hpp"
-#include "mnemo/memory/recurrent.hpp"
+#include "mnemo/memory/recurrent/recurrent.hpp"
 #include "mnemo/model/layers.hpp"
 #include "mnemo/model/mamba_hparams.hpp"
 #include "mnemo/model/matmul.hpp"

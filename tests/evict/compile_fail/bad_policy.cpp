@@ -1,6 +1,6 @@
 // Must NOT compile (tests/evict.cmake): a policy without score() and protect()
 // reaches bounded<>'s check, whose static_assert says what an eviction policy needs.
-#include "mnemo/memory/bounded.hpp"
+#include "mnemo/memory/bounded/bounded.hpp"
 
 struct half_a_policy {
   static constexpr std::size_t state_floats = 0;

@@ -1,0 +1,367 @@
+// The bounded KV strategy, bounded<Policy, KE, VE> (docs/eviction.md):
+// every lane keeps at most `budget` cells between calls; a call writes its tokens
+// into free slots, attends, and then evicts down to the budget by the policy's
+// scores ("attend first, then evict": each token is scored before it can go).
+// Eviction frees slots in place; the policy's per-slot state stays with its slot.
+//
+// Granularity: a lane is one (sequence, layer) by default (kv_granularity::per_layer:
+// one kept set for all KV heads), or one (sequence, layer, KV head) with
+// kv_granularity::per_kv_head (each head keeps its own B slots, chosen from its own
+// scores). Per-head lanes store one KV
+// head per row, each lane's rows contiguous ([n_seq, n_head_kv, capacity] rows of
+// d_k), so the bytes are the same as per layer and attention for KV head h streams
+// that lane's dense prefix (model::attend_observed calls the kernel once per KV head).
+//
+// Layout: each lane has capacity = budget + max_ubatch slots (the slack holds one
+// micro-batch of a sequence before eviction), positions and policy state per slot,
+// K/V rows in one kv_storage of n_seq_max * capacity cells. A lane's live slots are
+// kept within a dense prefix: new tokens take the lowest free slots and, when a call
+// leaves holes below the highest live slot (after a multi-token eviction), the
+// highest cells move into them. A steady decode moves no row (the victim's slot
+// takes the next token).
+//
+// Budget rule: budget_rule::kept keeps B cells between calls, so a decode step reads
+// B + 1 (the kept cells and its own token); budget_rule::read ("decode with budget B
+// reads at most B cells") keeps B - 1 between calls, so a decode step reads at most
+// max(B, 1) cells including its own token.
+//
+// Positions: position_mode::original keeps each token's position (no re-rotation;
+// the queries keep their absolute positions); position_mode::compact renumbers the
+// kept tokens 0..n-1 after an eviction and re-rotates their keys by the difference
+// (StreamingLLM's positions within the cache), so seq_pos_max() is n - 1.
+// seq_pos_max() is the logical newest position, which an eviction does not lower.
+//
+// Transactions: the first change of a lane in a batch snapshots its positions and
+// state, and a K/V part that was live when the batch began is saved before it is
+// overwritten, so rollback() restores evictions, moves and new tokens exactly.
+// Like split_stream, a token belongs to one sequence (coupled tokens are refused).
+#pragma once
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+#include <span>
+#include <vector>
+
+#include "mnemo/attention/rope.hpp"
+#include "mnemo/attention/sink.hpp"
+#include "mnemo/batch/strategies.hpp"
+#include "mnemo/dtype/dtype.hpp"
+#include "mnemo/dtype/rows.hpp"
+#include "mnemo/evict/concepts.hpp"
+#include "mnemo/memory/concepts.hpp"
+#include "mnemo/memory/key_rotator.hpp"
+#include "mnemo/memory/kv_storage.hpp"
+#include "mnemo/memory/seq_guards.hpp"
+#include "mnemo/memory/stream_views.hpp"
+#include "mnemo/memory/token_checks.hpp"
+#include "mnemo/memory/types.hpp"
+
+namespace mnemo::memory {
+
+enum class position_mode : std::uint8_t {
+  original,  // tokens keep their positions (kvpress, H2O, SnapKV; no re-rotation)
+  compact,   // kept tokens renumbered 0..n-1, keys re-rotated (StreamingLLM streaming)
+};
+
+/// Which cells share one kept set.
+enum class kv_granularity : std::uint8_t {
+  per_layer,    // one set per (sequence, layer) for all KV heads
+  per_kv_head,  // one set per (sequence, layer, KV head), each from its own scores
+};
+
+/// What the budget bounds.
+enum class budget_rule : std::uint8_t {
+  kept,  // B cells kept between calls; a decode step reads B + 1
+  read,  // B - 1 kept between calls; a decode step reads at most max(B, 1)
+};
+
+struct bounded_config {
+  kv_shape shape;
+  std::size_t budget = 0;        // cells per lane (see `rule`)
+  std::size_t max_ubatch = 512;  // most tokens of one sequence in one micro-batch
+  seq_id n_seq_max = 1;
+  attention::rope_config rope;  // how cached keys were rotated (shifts, compact mode)
+  bool shift_supported = true;
+  position_mode positions = position_mode::original;
+  kv_granularity granularity = kv_granularity::per_layer;
+  budget_rule rule = budget_rule::kept;
+
+  std::size_t capacity() const noexcept { return budget + max_ubatch; }
+  /// Cells a lane keeps after a call's eviction.
+  std::size_t kept() const noexcept {
+    return rule == budget_rule::kept ? budget : (budget > 0 ? budget - 1 : 0);
+  }
+  /// Lanes per (sequence, layer): 1, or n_head_kv with per-KV-head lanes.
+  std::size_t lanes_per_layer() const noexcept {
+    return granularity == kv_granularity::per_kv_head ? shape.n_head_kv : 1;
+  }
+};
+
+/// What views() handed to attention so far (the "reads at most B cells" check).
+struct bounded_view_stats {
+  std::size_t calls = 0;           // views() calls
+  std::size_t max_cells = 0;       // most cells of one lane's view
+  std::size_t max_new_tokens = 0;  // with this many tokens of that sequence in the call
+};
+
+template <class Policy, dtype::kv_element KE, dtype::kv_element VE = KE>
+class bounded {
+  static_assert(evict::check_policy<Policy>::value);
+
+ public:
+  using k_element = KE;
+  using v_element = VE;
+  using policy_type = Policy;
+  /// The model asks for attention mass only when the policy can use it (compile time).
+  static constexpr bool wants_attention_stats = Policy::uses_attention;
+  static constexpr std::size_t state_floats = Policy::state_floats;
+
+  /// One (sequence, layer[, KV head]): slot positions (< 0: free) and the policy's state.
+  struct lane {
+    std::vector<pos_t> pos;    // [capacity]
+    std::vector<float> state;  // [capacity * state_floats]
+    std::size_t live = 0;      // slots with pos >= 0
+    std::size_t top = 0;       // 1 + the highest live slot (0: empty)
+  };
+
+  static result<bounded> make(const bounded_config& cfg, Policy policy = {}) {
+    MNEMO_RETURN_IF_ERROR(check_n_seq_max("bounded", cfg.n_seq_max));
+    if (cfg.max_ubatch == 0)
+      return make_status(status_code::invalid_argument, "bounded: max_ubatch must be > 0");
+    if (cfg.granularity == kv_granularity::per_kv_head && cfg.shape.n_head_kv == 0)
+      return make_status(status_code::invalid_argument, "bounded: per_kv_head needs n_head_kv > 0");
+    MNEMO_RETURN_IF_ERROR(cfg.rope.validate(cfg.shape.d_k));
+    bounded b;
+    b.cfg_ = cfg;
+    b.policy_ = std::move(policy);
+    const std::size_t cap = cfg.capacity(), n_seq = static_cast<std::size_t>(cfg.n_seq_max);
+    // Per KV head: rows of one head each, [n_seq, n_head_kv, capacity] of them, so a
+    // head's lane is contiguous in memory (the kernel streams it like a full cache).
+    b.lh_ = cfg.lanes_per_layer();
+    kv_shape row_shape = cfg.shape;
+    row_shape.n_head_kv = cfg.shape.n_head_kv / b.lh_;
+    MNEMO_ASSIGN_OR_RETURN(b.kv_, (kv_storage<KE, VE>::make(row_shape, n_seq * b.lh_ * cap)));
+    b.k_part_ = b.kv_.k_row_bytes() / sizeof(KE);
+    b.v_part_ = b.kv_.v_row_bytes() / sizeof(VE);
+    b.rot_ = key_rotator<KE>(cfg.rope, row_shape.n_head_kv, cfg.shape.d_k);
+    b.lanes_.resize(n_seq * cfg.shape.n_layer * b.lh_);
+    for (lane& ln : b.lanes_) {
+      ln.pos.assign(cap, -1);
+      ln.state.assign(cap * state_floats, 0.0f);
+    }
+    b.pos_max_.assign(n_seq, -1);
+    b.snap_of_.assign(b.lanes_.size(), -1);
+    return b;
+  }
+
+  const bounded_config& config() const noexcept { return cfg_; }
+  const Policy& policy() const noexcept { return policy_; }
+  std::size_t capacity() const noexcept { return cfg_.capacity(); }
+  /// Lanes per (sequence, layer): 1 per layer, n_head_kv per KV head.
+  std::size_t lanes_per_layer() const noexcept { return lh_; }
+  /// The lane of (s, layer) and, with per-KV-head lanes, KV head `head`.
+  const lane& lane_of(seq_id s, std::size_t layer, std::size_t head = 0) const noexcept {
+    return lanes_[lane_index(s, layer, head)];
+  }
+  const kv_storage<KE, VE>& kv() const noexcept { return kv_; }
+  /// The storage row of slot `slot` of sequence s (and lane `head` per KV head).
+  std::size_t cell_of(seq_id s, std::size_t slot, std::size_t head = 0) const noexcept {
+    return (static_cast<std::size_t>(s) * lh_ + head) * capacity() + slot;
+  }
+  const bounded_view_stats& view_stats() const noexcept { return vstats_; }
+  void reset_view_stats() noexcept { vstats_ = {}; }
+  bool can_shift() const noexcept { return cfg_.shift_supported; }
+  static equal_split split_strategy(std::uint32_t n_ubatch) noexcept { return {n_ubatch, true}; }
+  bool in_batch() const noexcept { return tx_open_ || !plan_.empty(); }
+
+  pos_t seq_pos_min(seq_id s) const noexcept {
+    if (!valid(s)) return -1;
+    pos_t m = -1;
+    for (std::size_t l = 0; l < cfg_.shape.n_layer; ++l)
+      for (std::size_t h = 0; h < lh_; ++h)
+        for (pos_t p : lane_of(s, l, h).pos)
+          if (p >= 0 && (m < 0 || p < m)) m = p;
+    return m;
+  }
+  /// The newest position of s (evicted or not); -1 when s holds nothing.
+  pos_t seq_pos_max(seq_id s) const noexcept {
+    return valid(s) ? pos_max_[static_cast<std::size_t>(s)] : -1;
+  }
+
+  // ---- sequence operations (bounded_impl.hpp) -------------------------------------
+
+  status seq_rm(seq_id s, pos_t p0, pos_t p1);
+  status seq_cp(seq_id src, seq_id dst, pos_t p0, pos_t p1);
+  status seq_keep(seq_id s);
+  status seq_add(seq_id s, pos_t p0, pos_t p1, pos_t delta);
+  status seq_div(seq_id s, pos_t p0, pos_t p1, int d);
+  void clear(bool data);
+  /// Shifts are applied when requested: nothing is pending.
+  status update() { return check_not_in_batch(in_batch(), "update"); }
+
+  // ---- planning, transactions, the model's interface -----------------------------
+
+  /// Checks every token (one sequence each) and that each micro-batch's tokens of a
+  /// sequence fit its free slots, given that every call ends at most at the budget.
+  status prepare(std::span<const ubatch_tokens> ubatches);
+  /// Places micro-batch u's tokens in free slots of every layer (and closes holes).
+  status apply(std::size_t u, const ubatch_tokens& ub);
+  void commit();
+  void rollback();
+
+  /// K/V of token j of micro-batch u in one layer; k: [n_head_kv, d_k] f32,
+  /// v: [n_head_kv, d_v] f32. The policy sees the f32 rows (on_insert, per lane).
+  template <class Isa = simd::native>
+  void write_kv(std::size_t layer, std::size_t u, std::size_t j, const float* k,
+                const float* v) noexcept {
+    const planned& pl = plan_[u];
+    const seq_step& ss = pl.seqs[pl.token_seq[j]];
+    const std::size_t hk = cfg_.shape.n_head_kv / lh_;  // KV heads per lane
+    for (std::size_t h = 0; h < lh_; ++h) {
+      const std::uint32_t slot = pl.slots[(j * cfg_.shape.n_layer + layer) * lh_ + h];
+      dtype::encode_row<Isa>(k + h * hk * cfg_.shape.d_k, k_part(layer, ss.seq, slot, h),
+                             hk * cfg_.shape.d_k);
+      dtype::encode_row<Isa>(v + h * hk * cfg_.shape.d_v, v_part(layer, ss.seq, slot, h),
+                             hk * cfg_.shape.d_v);
+      policy_.on_insert(step(ss, layer, h), view_of(mut_lane(ss.seq, layer, h)), slot, k, v);
+    }
+  }
+
+  /// Per layer: one kv_view per sequence of micro-batch u (increasing id), one
+  /// segment over the lane's dense prefix [0, top). Per KV head: lanes_per_layer()
+  /// groups of such views, head-major (streams[h * n_seq + k] is head h's part of
+  /// sequence k's lane); model::attend_observed attends each group with n_head_kv 1.
+  void views(std::size_t layer, std::size_t u, layer_views& out) const;
+
+  /// Fills `sink` with mass buffers for the sequences whose policy asks for
+  /// statistics in this layer and call; false when none does (null-sink path).
+  bool stats_sink(std::size_t layer, std::size_t u, attention::mass_sink& sink);
+  /// After attention of one layer: hands the policy the mass (when collected), then
+  /// evicts every sequence of micro-batch u down to the budget.
+  status after_attention(std::size_t layer, std::size_t u, bool had_stats);
+
+  memory_report report() const;
+
+  // ---- for state_read (bounded_state.hpp) ----------------------------------------
+  lane& mutable_lane(seq_id s, std::size_t layer, std::size_t head = 0) noexcept {
+    return mut_lane(s, layer, head);
+  }
+  /// The K/V row of slot `slot` of lane (s, layer, head): all KV heads per layer,
+  /// head `head` alone per KV head.
+  KE* k_part(std::size_t layer, seq_id s, std::size_t slot, std::size_t head) noexcept {
+    return kv_.k(layer, cell_of(s, slot, head));
+  }
+  VE* v_part(std::size_t layer, seq_id s, std::size_t slot, std::size_t head) noexcept {
+    return kv_.v(layer, cell_of(s, slot, head));
+  }
+  const KE* k_part(std::size_t layer, seq_id s, std::size_t slot, std::size_t head) const noexcept {
+    return kv_.k(layer, cell_of(s, slot, head));
+  }
+  const VE* v_part(std::size_t layer, seq_id s, std::size_t slot, std::size_t head) const noexcept {
+    return kv_.v(layer, cell_of(s, slot, head));
+  }
+  std::size_t k_part_bytes() const noexcept { return k_part_ * sizeof(KE); }
+  std::size_t v_part_bytes() const noexcept { return v_part_ * sizeof(VE); }
+  kv_storage<KE, VE>& mutable_kv() noexcept { return kv_; }
+  void set_pos_max(seq_id s, pos_t p) noexcept { pos_max_[static_cast<std::size_t>(s)] = p; }
+  static void recount(lane& ln) noexcept {
+    ln.live = 0;
+    ln.top = 0;
+    for (std::size_t i = 0; i < ln.pos.size(); ++i)
+      if (ln.pos[i] >= 0) {
+        ++ln.live;
+        ln.top = i + 1;
+      }
+  }
+
+ private:
+  struct seq_step {
+    seq_id seq;
+    std::size_t n_new;
+    pos_t pos_end;
+    std::size_t view;  // index of the sequence's kv_view
+  };
+  struct planned {
+    std::vector<seq_step> seqs;            // sorted by sequence id
+    std::vector<std::uint32_t> token_seq;  // [n_tokens] index into seqs
+    std::vector<std::uint32_t> slots;      // [n_tokens, n_layer, lanes_per_layer]
+  };
+  struct snapshot {
+    std::size_t lane;
+    std::vector<pos_t> pos;
+    std::vector<float> state;
+    std::vector<std::uint8_t> saved;  // row saved (per slot)
+    std::size_t live, top;
+  };
+  struct row_save {
+    std::size_t layer;
+    seq_id seq;
+    std::size_t slot, head, offset;
+  };
+
+  bounded() = default;
+
+  bool valid(seq_id s) const noexcept { return s >= 0 && s < cfg_.n_seq_max; }
+  std::size_t lane_index(seq_id s, std::size_t layer, std::size_t head) const noexcept {
+    return (static_cast<std::size_t>(s) * cfg_.shape.n_layer + layer) * lh_ + head;
+  }
+  lane& mut_lane(seq_id s, std::size_t layer, std::size_t head = 0) noexcept {
+    return lanes_[lane_index(s, layer, head)];
+  }
+  static evict::slot_view view_of(lane& ln) noexcept { return {ln.pos, ln.state}; }
+  evict::step_info step(const seq_step& ss, std::size_t layer, std::size_t head) const noexcept {
+    return {layer, ss.seq, ss.pos_end, ss.n_new, head, lh_ > 1};
+  }
+
+  // Transaction log: a lane's first change snapshots it; rows live at the start of
+  // the batch are saved before their first overwrite.
+  void touch(seq_id s, std::size_t layer, std::size_t head);
+  void save_row(seq_id s, std::size_t layer, std::size_t head, std::size_t slot);
+
+  void free_slot(lane& ln, std::size_t slot) noexcept {
+    ln.pos[slot] = -1;
+    --ln.live;
+    while (ln.top > 0 && ln.pos[ln.top - 1] < 0) --ln.top;
+  }
+  void move_slot(seq_id s, std::size_t layer, std::size_t head, std::size_t from, std::size_t to);
+  void close_holes(seq_id s, std::size_t layer, std::size_t head);
+  void evict_to_budget(const seq_step& ss, std::size_t layer, std::size_t head);
+  void renumber(seq_id s, std::size_t layer, std::size_t head);
+  /// Rotates the cached key part of (s, slot, head) by `shift` positions (K-shift).
+  void rotate_key(std::size_t layer, seq_id s, std::size_t slot, std::size_t head, pos_t shift) {
+    rot_.template rotate<simd::scalar>(k_part(layer, s, slot, head), shift);
+  }
+  template <class NewPos>
+  status shift_positions(seq_id s, pos_t p0, pos_t p1, const char* op, NewPos new_pos);
+
+  bounded_config cfg_;
+  Policy policy_;
+  kv_storage<KE, VE> kv_;
+  std::size_t lh_ = 1;                   // lanes per (sequence, layer)
+  std::size_t k_part_ = 0, v_part_ = 0;  // K / V elements of one lane's row
+  std::vector<lane> lanes_;              // [n_seq_max, n_layer, lanes_per_layer]
+  std::vector<pos_t> pos_max_;           // [n_seq_max] logical newest position
+  std::vector<planned> plan_;
+  // transaction
+  bool tx_open_ = false;
+  std::vector<int> snap_of_;  // [lanes] index into snaps_ or -1
+  std::vector<snapshot> snaps_;
+  std::size_t n_snaps_ = 0;
+  std::vector<row_save> saves_;
+  std::vector<std::uint8_t> save_bytes_;
+  std::vector<pos_t> tx_pos_max_;
+  // scratch
+  std::vector<float> mass_;
+  std::vector<float*> mass_ptr_;  // [lanes_per_layer, n_seq of the micro-batch]
+  std::vector<std::uint8_t> rows_;
+  std::vector<std::size_t> mass_off_;
+  std::vector<std::uint32_t> cand_;
+  key_rotator<KE> rot_;  // one lane's key part: n_head_kv / lanes_per_layer heads
+  mutable bounded_view_stats vstats_;
+};
+
+}  // namespace mnemo::memory
+
+#include "mnemo/memory/bounded/bounded_eviction_impl.hpp"
+#include "mnemo/memory/bounded/bounded_impl.hpp"

@@ -1,0 +1,118 @@
+// The statistics adapter between a model's attention call and a memory that
+// observes attention (the bounded strategy), beside the decoder that is its only user
+// (it includes attention and memory, so it sits above both): the model calls
+// attend_observed()
+// instead of attention::attend() when the memory models attention_observer, a
+// compile-time property, so every other strategy keeps the plain null-sink call.
+// The mass export is instantiated only when the memory's policy can use it
+// (wants_attention_stats), and taken at run time only when the policy asks for it
+// in this layer and call (one branch per layer call, outside every loop). A memory
+// with per-KV-head lanes is attended one KV head at a time (detail::attend_lanes).
+#pragma once
+
+#include <concepts>
+#include <cstring>
+#include <span>
+#include <vector>
+
+#include "mnemo/attention/attend.hpp"
+#include "mnemo/memory/concepts.hpp"
+
+namespace mnemo::model {
+
+/// A memory that wants to see each layer's attention: after_attention(layer, u,
+/// had_stats) is called once per layer and micro-batch after attend; when
+/// wants_attention_stats is true, stats_sink(layer, u, sink) may ask for mass.
+template <class M>
+concept attention_observer = requires(M& m, std::size_t i, attention::mass_sink& sink) {
+  { M::wants_attention_stats } -> std::convertible_to<bool>;
+  { m.stats_sink(i, i, sink) } -> std::same_as<bool>;
+  { m.after_attention(i, i, true) } -> std::same_as<status>;
+};
+
+/// An observer whose lanes may split a layer's KV heads (bounded with per_kv_head):
+/// views() then holds lanes_per_layer() head-major groups of streams.
+template <class M>
+concept lane_split_observer = attention_observer<M> && requires(const M& m) {
+  { m.lanes_per_layer() } -> std::convertible_to<std::size_t>;
+};
+
+namespace detail {
+
+/// Per-KV-head lanes: one attend() per lane with n_head_kv = heads per lane, its
+/// query heads gathered into a contiguous [n_tokens, g, d_k] scratch and the output
+/// [n_tokens, g, d_v] scattered back into out [n_tokens, n_head, d_v]. The kernel is
+/// unchanged; each call reads only its head's kept cells. `all` is the memory's
+/// sink over every lane's streams (head-major), used when `stats` is true (the
+/// export kernel is instantiated only when MayExport).
+template <simd::isa_tag Isa, dtype::kv_element KE, dtype::kv_element VE, bool MayExport>
+status attend_lanes(std::size_t lanes, const attention::shape& sh, const attention::params& p,
+                    const attention::query_batch& q, const memory::layer_views& lv, float* out,
+                    attention::workspace& ws, const attention::options& opt, bool stats,
+                    const attention::mass_sink& all) {
+  if (sh.n_head_kv % lanes != 0 || lv.streams.size() % lanes != 0)
+    return make_status(status_code::invalid_argument,
+                       "attend_observed: %zu lanes do not split %zu KV heads / %zu streams", lanes,
+                       sh.n_head_kv, lv.streams.size());
+  const std::size_t n = q.n_tokens, gq = sh.n_head / lanes, n_str = lv.streams.size() / lanes;
+  const attention::shape sl{gq, sh.n_head_kv / lanes, sh.d_k, sh.d_v};
+  thread_local std::vector<float> qs, os;  // [n, gq, d_k], [n, gq, d_v]
+  qs.resize(n * gq * sh.d_k);
+  os.resize(n * gq * sh.d_v);
+  attention::query_batch ql = q;
+  ql.q = qs.data();
+  for (std::size_t h = 0; h < lanes; ++h) {
+    for (std::size_t t = 0; t < n; ++t)
+      std::memcpy(qs.data() + t * gq * sh.d_k, q.q + (t * sh.n_head + h * gq) * sh.d_k,
+                  gq * sh.d_k * sizeof(float));
+    const auto streams = std::span(lv.streams).subspan(h * n_str, n_str);
+    if constexpr (MayExport) {
+      if (stats) {
+        attention::mass_sink sk = all;
+        sk.mass = all.mass.subspan(h * n_str, n_str);
+        sk.lse = nullptr;
+        MNEMO_RETURN_IF_ERROR((attention::attend<Isa, KE, VE, attention::mass_sink>(
+            sl, p, ql, streams, os.data(), ws, opt, sk)));
+      }
+    }
+    if (!MayExport || !stats)
+      MNEMO_RETURN_IF_ERROR(
+          (attention::attend<Isa, KE, VE>(sl, p, ql, streams, os.data(), ws, opt)));
+    for (std::size_t t = 0; t < n; ++t)
+      std::memcpy(out + (t * sh.n_head + h * gq) * sh.d_v, os.data() + t * gq * sh.d_v,
+                  gq * sh.d_v * sizeof(float));
+  }
+  return {};
+}
+
+}  // namespace detail
+
+/// attend() of one layer through an observing memory, then its after_attention hook.
+template <simd::isa_tag Isa, dtype::kv_element KE, dtype::kv_element VE, attention_observer M>
+status attend_observed(M& mem, std::size_t layer, std::size_t u, const attention::shape& sh,
+                       const attention::params& p, const attention::query_batch& q,
+                       const memory::layer_views& lv, float* out, attention::workspace& ws,
+                       const attention::options& opt) {
+  if constexpr (lane_split_observer<M>) {  // one run-time branch per layer call
+    if (const std::size_t lanes = mem.lanes_per_layer(); lanes > 1) {
+      attention::mass_sink all;
+      bool stats = false;
+      if constexpr (M::wants_attention_stats) stats = mem.stats_sink(layer, u, all);
+      MNEMO_RETURN_IF_ERROR((detail::attend_lanes<Isa, KE, VE, M::wants_attention_stats>(
+          lanes, sh, p, q, lv, out, ws, opt, stats, all)));
+      return mem.after_attention(layer, u, stats);
+    }
+  }
+  if constexpr (M::wants_attention_stats) {
+    attention::mass_sink sink;
+    if (mem.stats_sink(layer, u, sink)) {
+      MNEMO_RETURN_IF_ERROR((attention::attend<Isa, KE, VE, attention::mass_sink>(
+          sh, p, q, lv.streams, out, ws, opt, sink)));
+      return mem.after_attention(layer, u, true);
+    }
+  }
+  MNEMO_RETURN_IF_ERROR((attention::attend<Isa, KE, VE>(sh, p, q, lv.streams, out, ws, opt)));
+  return mem.after_attention(layer, u, false);
+}
+
+}  // namespace mnemo::model
