@@ -43,20 +43,23 @@ if(MNEMO_BUILD_EXAMPLES)
                        LABELS examples PASS_REGULAR_EXPRESSION "self-check: PASS")
 
   # --chat: two user turns on stdin; the second must decode only what the cache lacks
-  # (the llama vocabulary of the fixtures has no chat template: --chat-template names one).
-  if(EXISTS "${MNEMO_FIXTURES_DIR}/llama-tiny.gguf")
-    foreach(variant IN ITEMS "llama2-sys|full" "chatml|split")
-      string(REPLACE "|" ";" parts "${variant}")
-      list(GET parts 0 tmpl)
-      list(GET parts 1 mem)
-      add_test(NAME examples.generate.chat.${tmpl}.${mem}
+  # (the fixtures' vocabularies have no chat template: --chat-template names one).
+  foreach(variant IN ITEMS "llama-tiny|llama2-sys|full" "llama-tiny|chatml|split"
+                           "qwen2|chatml|full" "phi3|phi3|split" "gemma2-iswa|gemma|full")
+    string(REPLACE "|" ";" parts "${variant}")
+    list(GET parts 0 model)
+    list(GET parts 1 tmpl)
+    list(GET parts 2 mem)
+    if(EXISTS "${MNEMO_FIXTURES_DIR}/${model}.gguf")
+      set(name examples.generate.chat.${model}.${tmpl}.${mem})
+      add_test(NAME ${name}
                COMMAND ${CMAKE_COMMAND} "-DGENERATE=$<TARGET_FILE:generate>"
-                       "-DMODEL=${MNEMO_FIXTURES_DIR}/llama-tiny.gguf" -DTEMPLATE=${tmpl}
+                       "-DMODEL=${MNEMO_FIXTURES_DIR}/${model}.gguf" -DTEMPLATE=${tmpl}
                        -DMEMORY=${mem} "-DWORK_DIR=${CMAKE_CURRENT_BINARY_DIR}"
                        -P "${CMAKE_CURRENT_SOURCE_DIR}/examples/chat_reuse_check.cmake")
-      set_tests_properties(examples.generate.chat.${tmpl}.${mem} PROPERTIES LABELS examples)
-    endforeach()
-  endif()
+      set_tests_properties(${name} PROPERTIES LABELS examples)
+    endif()
+  endforeach()
   # A model without tokenizer.chat_template and no --chat-template: exit 1, naming the fix.
   add_test(NAME examples.generate.chat-no-template
            COMMAND sh -c "out=$(\"$<TARGET_FILE:generate>\" \"${mnemo_tiny_llama}\" --chat 2>&1 < /dev/null); test $? -eq 1 && echo \"$out\" | grep -q -- --chat-template")

@@ -4,7 +4,8 @@
 #
 #   cmake -DGENERATE=path -DMODEL=path -DTEMPLATE=name -DMEMORY=full|split
 #         -DWORK_DIR=dir -P chat_reuse_check.cmake
-set(input "${WORK_DIR}/chat-${TEMPLATE}-${MEMORY}.txt")
+get_filename_component(model_name "${MODEL}" NAME_WE)
+set(input "${WORK_DIR}/chat-${model_name}-${TEMPLATE}-${MEMORY}.txt")
 file(WRITE "${input}" "Hello there\nHow are you?\n")
 execute_process(
   COMMAND "${GENERATE}" "${MODEL}" --chat --chat-template "${TEMPLATE}" --system "You are terse."
