@@ -248,7 +248,7 @@ void print_speeds(const timings& t, const options& o) {
 }
 
 /// The chat template --chat-template names, else the model's own.
-result<text::chat_template> chat_template_for(const model::llama_model& m, const options& o) {
+result<text::chat_template> chat_template_for(const model::attention_decoder& m, const options& o) {
   if (o.chat_template) return text::chat_template::detect(*o.chat_template);
   auto t = text::chat_template::from_gguf(m.file());
   if (!t.is_ok() && t.error().code() == status_code::not_found)
@@ -257,7 +257,7 @@ result<text::chat_template> chat_template_for(const model::llama_model& m, const
   return t;
 }
 
-int run_chat(const model::llama_model& m, const text::tokenizer& tok, const options& o) {
+int run_chat(const model::attention_decoder& m, const text::tokenizer& tok, const options& o) {
   auto tmpl = chat_template_for(m, o);
   if (!tmpl.is_ok()) {
     std::fprintf(stderr, "generate: %s\n", tmpl.error().to_string().c_str());
