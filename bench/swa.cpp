@@ -377,6 +377,7 @@ void BM_split_decode_8k(benchmark::State& state) {
     c.n_seq_max = n_seq;
     c.rope = fc.rope;
     c.shift_supported = fc.shift_supported;
+    c.windows = fc.windows;
     auto mem = memory::split_stream<kv_t>::make(c);
     must(mem.is_ok() ? status{} : mem.error(), "split stream");
     split_decode_8k(state, std::move(mem).value(), n_seq, threads, "split_stream, window as mask");

@@ -265,7 +265,7 @@ TEST(ArchGemma2, DefaultsFollowLlamaCpp) {
   EXPECT_EQ(h.final_softcap, 30.0f);
   EXPECT_EQ(h.attn_scale, 0.25f);  // 1/sqrt(key_length 16)
   EXPECT_EQ(h.embd_scale, 8.0f);   // sqrtf(n_embd 64)
-  EXPECT_EQ(h.attention_params(0).softcap, 50.0f);
+  EXPECT_EQ(h.attention_params().softcap, 50.0f);
   EXPECT_EQ(h.rope(0).layout, attention::rope_layout::neox);
   EXPECT_TRUE(m->tied_output());
 }

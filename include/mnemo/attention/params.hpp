@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <string_view>
 
 #include "mnemo/base/seq_set.hpp"
@@ -27,6 +28,34 @@ constexpr std::string_view to_string(window_kind w) noexcept {
   return "?";
 }
 
+/// The window of one layer: its kind and size (n_swa, ignored for none). The memory
+/// holding the layer reports it with its views, and the mask takes it from there.
+struct layer_window {
+  window_kind kind = window_kind::none;
+  pos_t n_swa = 0;
+  friend constexpr bool operator==(const layer_window&, const layer_window&) = default;
+};
+
+/// The lowest key position a query at q keeps: the keys a window keeps for q form the
+/// interval [lowest_kept, highest_kept] (causality aside), and lowest_kept does not
+/// decrease with q. For window_kind::none: the lowest position there is.
+constexpr pos_t lowest_kept(window_kind w, pos_t n_swa, pos_t q) noexcept {
+  switch (w) {
+    case window_kind::none: return std::numeric_limits<pos_t>::min();
+    case window_kind::standard: return q - n_swa + 1;
+    case window_kind::chunked: return q / n_swa * n_swa;
+    case window_kind::symmetric: return q - n_swa / 2;
+  }
+  return std::numeric_limits<pos_t>::min();
+}
+
+/// The highest key position a query at q keeps, causality aside: only a symmetric
+/// window reaches above q. In 64 bits, so that q + n_swa / 2 cannot overflow.
+constexpr std::int64_t highest_kept(window_kind w, pos_t n_swa, pos_t q) noexcept {
+  return w == window_kind::symmetric ? std::int64_t{q} + n_swa / 2
+                                     : std::numeric_limits<std::int64_t>::max();
+}
+
 struct params {
   float scale = 1.0f;    // logits are scale * (q . k)
   float softcap = 0.0f;  // > 0: logits become softcap * tanh(logit / softcap); 0 = off
@@ -48,19 +77,11 @@ struct params {
   }
 };
 
-/// llama.cpp's is_masked_swa(n_swa, type, p0 = key position, p1 = query position).
+/// Whether the window masks the key at p_key for the query at p_query (llama.cpp's
+/// is_masked_swa): it lies outside [lowest_kept, highest_kept].
 constexpr bool is_masked_by_window(window_kind w, pos_t n_swa, pos_t p_key,
                                    pos_t p_query) noexcept {
-  switch (w) {
-    case window_kind::none: return false;
-    case window_kind::standard: return p_query - p_key >= n_swa;
-    case window_kind::chunked: return p_key < (p_query / n_swa) * n_swa;
-    case window_kind::symmetric: {
-      const pos_t d = p_query > p_key ? p_query - p_key : p_key - p_query;
-      return d > n_swa / 2;
-    }
-  }
-  return false;
+  return p_key < lowest_kept(w, n_swa, p_query) || p_key > highest_kept(w, n_swa, p_query);
 }
 
 /// The position part of the mask: causality and the window. For a fixed query the

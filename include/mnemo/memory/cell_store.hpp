@@ -94,6 +94,7 @@ class cell_store {
     out.segments.assign(1, segment(layer));
     out.streams.assign(1, attention::kv_view{{out.segments.data(), 1}});
     out.token_stream.clear();
+    out.window = {};
   }
 
   /// For state_read: cells restored from a parsed state, the scan from cell 0 again.

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "mnemo/attention/kv_view.hpp"
+#include "mnemo/attention/params.hpp"
 #include "mnemo/base/seq_set.hpp"
 #include "mnemo/base/status.hpp"
 #include "mnemo/dtype/concepts.hpp"
@@ -50,14 +51,17 @@ struct layer_views {
   std::vector<attention::kv_segment> segments;
   std::vector<attention::kv_view> streams;
   std::vector<std::uint32_t> token_stream;  // [n_tokens of the micro-batch] or empty
+  /// The layer's window: the one source of the attention mask's window (a memory that
+  /// forgets positions reports the window it forgets by).
+  attention::layer_window window;
 };
 
 /// A sequence memory that stores K/V rows of element types k_element / v_element:
 ///   write_kv<Isa>(layer, u, j, k, v)  K/V of token j of applied micro-batch u
 ///                                 (a template over the ISA, defaulted),
 ///                                 k: [n_head_kv, d_k] f32, v: [n_head_kv, d_v] f32
-///   views(layer, u, out)          what micro-batch u's tokens attend in that layer
-///                                 (valid until the next mutation)
+///   views(layer, u, out)          what micro-batch u's tokens attend in that layer, and
+///                                 the layer's window (valid until the next mutation)
 template <class M>
 concept kv_memory = sequence_memory<M> && dtype::kv_element<typename M::k_element> &&
     dtype::kv_element<typename M::v_element> &&

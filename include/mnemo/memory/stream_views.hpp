@@ -14,6 +14,14 @@
 
 namespace mnemo::memory {
 
+/// Empties out for a micro-batch's views and sets the layer's window.
+inline void start_views(layer_views& out, attention::layer_window window) {
+  out.segments.clear();
+  out.streams.clear();
+  out.token_stream.clear();
+  out.window = window;
+}
+
 /// out.segments holds the segments of each stream in turn, stream k's in
 /// [first[k], first[k + 1]): one view per stream. @pre first.size() = streams + 1
 inline void views_from_runs(layer_views& out, std::span<const std::size_t> first) {

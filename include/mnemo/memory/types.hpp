@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "mnemo/attention/params.hpp"
 #include "mnemo/base/seq_set.hpp"
 #include "mnemo/base/status.hpp"
 
@@ -46,6 +47,20 @@ inline status check_n_seq_max(const char* who, seq_id n_seq_max) {
   if (n_seq_max >= 1 && n_seq_max <= k_max_seq) return {};
   return make_status(status_code::invalid_argument, "%s: n_seq_max %d is outside [1, %d]", who,
                      n_seq_max, k_max_seq);
+}
+
+/// Checks per-layer windows: none, or one per layer, each none or of n_swa > 0.
+inline status check_layer_windows(const char* who, const std::vector<attention::layer_window>& w,
+                                  std::size_t n_layer) {
+  if (!w.empty() && w.size() != n_layer)
+    return make_status(status_code::invalid_argument, "%s: %zu layer windows for %zu layers", who,
+                       w.size(), n_layer);
+  for (std::size_t l = 0; l < w.size(); ++l)
+    if (w[l].kind != attention::window_kind::none && w[l].n_swa <= 0)
+      return make_status(status_code::invalid_argument,
+                         "%s: layer %zu has a %s window of n_swa %d (needs > 0)", who, l,
+                         attention::to_string(w[l].kind).data(), w[l].n_swa);
+  return {};
 }
 
 /// Bytes a memory holds, per layer and element type, and cells per sequence.

@@ -100,8 +100,7 @@ class attention_decoder : public decoder_memory<attention_decoder> {
   /// Computes micro-batch u (already applied to `mem`): writes every layer's K/V into
   /// the memory, attends, and leaves the logits of the tokens with ub.output set in
   /// ws.logits(). A status for a micro-batch larger than the workspace, a token outside
-  /// the vocabulary, a memory whose window disagrees with the model's, or an attention
-  /// error; the caller rolls the memory back.
+  /// the vocabulary, or an attention error; the caller rolls the memory back.
   template <simd::isa_tag Isa = simd::native, memory::kv_memory Memory>
   status forward(Memory& mem, std::size_t u, const ubatch& ub, decoder_workspace& ws,
                  int n_threads) const {
@@ -115,7 +114,6 @@ class attention_decoder : public decoder_memory<attention_decoder> {
       return make_status(status_code::invalid_argument,
                          "%s: micro-batch of %zu tokens exceeds the workspace's n_ubatch %u",
                          name(), n, a.n_ubatch);
-    MNEMO_RETURN_IF_ERROR(this->check_memory_windows(mem));
     float *x = a.x.data(), *h = a.h.data(), *tmp = a.tmp.data();
     float *q = a.q.data(), *k = a.k.data(), *v = a.v.data();
 
@@ -127,6 +125,7 @@ class attention_decoder : public decoder_memory<attention_decoder> {
 
     const attention::shape sh = d.attention_shape();
     const attention::rope_layout layout = rc_->rope;
+    const attention::params ap = hp_.attention_params();
     for (std::size_t l = 0; l < hp_.n_layer; ++l) {
       MNEMO_RETURN_IF_ERROR(ws.between_layers(name(), l));
       const decoder_layer& L = layers_[l];
@@ -149,8 +148,7 @@ class attention_decoder : public decoder_memory<attention_decoder> {
         }
         mem.template write_kv<Isa>(l, u, t, k + t * kd, v + t * vd);
       }
-      MNEMO_RETURN_IF_ERROR(
-          attend_layer<Isa>(mem, l, u, ub, sh, hp_.attention_params(l), a, n_threads, name()));
+      MNEMO_RETURN_IF_ERROR(attend_layer<Isa>(mem, l, u, ub, sh, ap, a, n_threads, name()));
       project_out<Isa>(L.wo, n, d, a, n_threads);
       add_bias<Isa>(tmp, L.bo, n, E);
       if (!L.post_attn_norm.empty())

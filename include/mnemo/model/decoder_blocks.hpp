@@ -120,9 +120,10 @@ void project_qkv(const weight& wq, const weight& wk, const weight& wv, std::size
 }
 
 /// Attends a.q over layer l's views of micro-batch u into a.attn (the K/V of the
-/// micro-batch already written). A memory that observes attention (bounded<Policy>)
-/// gets its statistics and evicts; every other memory takes the null-sink kernel.
-/// `who` names the model in an error.
+/// micro-batch already written), masking by the window the memory reports for the
+/// layer with its views (`ap` holds the rest: scale, soft-cap, causality). A memory that observes
+/// attention (bounded<Policy>) gets its statistics and evicts; every other memory takes the
+/// null-sink kernel. `who` names the model in an error.
 template <simd::isa_tag Isa, memory::kv_memory Memory>
 status attend_layer(Memory& mem, std::size_t l, std::size_t u, const ubatch& ub,
                     const attention::shape& sh, const attention::params& ap, decoder_activations& a,
@@ -130,17 +131,19 @@ status attend_layer(Memory& mem, std::size_t l, std::size_t u, const ubatch& ub,
   using KE = typename Memory::k_element;
   using VE = typename Memory::v_element;
   mem.views(l, u, a.views);
+  attention::params p = ap;
+  p.window = a.views.window.kind;
+  p.n_swa = a.views.window.n_swa;
   const attention::query_batch qb{
       a.q.data(), ub.n_tokens(), ub.pos.data(), ub.seq.data(),
       a.views.token_stream.empty() ? nullptr : a.views.token_stream.data()};
   const attention::options opt{n_threads};
   if constexpr (attention_observer<Memory>) {
-    return attend_observed<Isa, KE, VE>(mem, l, u, sh, ap, qb, a.views, a.attn.data(), a.attn_ws,
+    return attend_observed<Isa, KE, VE>(mem, l, u, sh, p, qb, a.views, a.attn.data(), a.attn_ws,
                                         opt)
         .with_context(who);
   } else {
-    return attention::attend<Isa, KE, VE>(sh, ap, qb, a.views.streams, a.attn.data(), a.attn_ws,
-                                          opt)
+    return attention::attend<Isa, KE, VE>(sh, p, qb, a.views.streams, a.attn.data(), a.attn_ws, opt)
         .with_context(who);
   }
 }

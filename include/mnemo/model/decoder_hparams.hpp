@@ -67,17 +67,26 @@ struct decoder_hparams {
            (a.freq_base == b.freq_base && a.freq_scale == b.freq_scale &&
             a.freq_factors == b.freq_factors && a.yarn.ext_factor == b.yarn.ext_factor);
   }
-  /// What layer l's attention computes: scale, soft-cap, causal, and on local layers the
-  /// standard window (masked when p_q - p_k >= n_swa).
-  attention::params attention_params(std::size_t l = 0) const {
+  /// What every layer's attention computes: scale, soft-cap, causal. The window comes
+  /// from the memory's views (layer_views::window), configured from window(l).
+  attention::params attention_params() const {
     attention::params p;
     p.scale = attn_scale;
     p.softcap = attn_softcap;
-    if (local(l)) {
-      p.window = attention::window_kind::standard;
-      p.n_swa = static_cast<pos_t>(n_swa);
-    }
     return p;
+  }
+  /// Layer l's window: the standard window of n_swa on local layers (masked when
+  /// p_q - p_k >= n_swa), none on global ones. Memories are configured with it.
+  attention::layer_window window(std::size_t l) const {
+    if (!local(l)) return {};
+    return {attention::window_kind::standard, static_cast<pos_t>(n_swa)};
+  }
+  /// Every layer's window, or none when no layer has one.
+  std::vector<attention::layer_window> windows() const {
+    std::vector<attention::layer_window> w;
+    if (n_local() != 0)
+      for (std::size_t l = 0; l < n_layer; ++l) w.push_back(window(l));
+    return w;
   }
 };
 

@@ -6,9 +6,10 @@
 //  - the interleaved composite (Gemma 2, 3): global layers on a full cache, window layers
 //    on a window-sized sliding_window (iswa_memory, make_iswa), or the same on split
 //    streams (iswa_split_memory, make_iswa_split).
-// The window is the model's: attention params come from the hyper-parameters, and a
-// memory that reports a window for a layer (layered::window) must agree with it
-// (check_memory_windows).
+// Every memory is configured with the hyper-parameters' layer windows and reports each
+// layer's window with its views; the attention mask takes it from there, so the memory
+// is the one source of the window (a full cache or split streams apply it as a mask
+// only; a sliding window also forgets by it).
 #pragma once
 
 #include <cstdint>
@@ -18,8 +19,8 @@
 #include "mnemo/base/result.hpp"
 #include "mnemo/memory/full/full_cache.hpp"
 #include "mnemo/memory/layered/layered.hpp"
-#include "mnemo/memory/window/sliding_window.hpp"
 #include "mnemo/memory/stream/split_stream.hpp"
+#include "mnemo/memory/window/sliding_window.hpp"
 #include "mnemo/memory/window/split_window.hpp"
 #include "mnemo/model/decoder_hparams.hpp"
 
@@ -51,6 +52,7 @@ class decoder_memory {
     c.n_seq_max = n_seq_max;
     c.rope = hp().rope();
     c.shift_supported = hp().uniform_rope();
+    c.windows = hp().windows();
     return c;
   }
   /// One stream of `size_per_stream` cells per sequence for every layer.
@@ -61,6 +63,7 @@ class decoder_memory {
     c.size_per_stream = size_per_stream;
     c.n_seq_max = n_seq_max;
     c.rope = hp().rope();
+    c.windows = hp().windows();
     return c;
   }
   /// The global part of the composite: n_ctx cells for the global layers.
@@ -126,34 +129,6 @@ class decoder_memory {
     MNEMO_ASSIGN_OR_RETURN(split_t gs, split_t::make(gc));
     MNEMO_ASSIGN_OR_RETURN(window_t ws, window_t::make(wc));
     return iswa_split_memory<KE, VE>::make(layer_parts(), std::move(gs), std::move(ws));
-  }
-
-  /// A memory that applies a window to a layer (layered::window) must hold at least
-  /// what the model's mask keeps there: no window on global layers, and a standard
-  /// window of >= n_swa on window ones. Memories without windows hold everything.
-  template <class Memory>
-  status check_memory_windows(const Memory& mem) const {
-    const decoder_hparams& h = hp();
-    if constexpr (requires { mem.window(std::size_t{0}); }) {
-      for (std::size_t l = 0; l < h.n_layer; ++l) {
-        const auto [kind, n_swa] = mem.window(l);
-        if (kind == attention::window_kind::none) continue;
-        if (!h.local(l) || kind != attention::window_kind::standard ||
-            n_swa < static_cast<pos_t>(h.n_swa))
-          return make_status(status_code::invalid_argument,
-                             "%s: the memory keeps a %s window of %d for layer %zu, which "
-                             "attends %s",
-                             name(), attention::to_string(kind).data(), n_swa, l,
-                             h.local(l) ? "a standard window" : "every position (global)");
-      }
-    } else if constexpr (requires { mem.window(); }) {  // one window memory for every layer
-      if (mem.window() != attention::window_kind::none && h.n_global() != 0)
-        return make_status(status_code::invalid_argument,
-                           "%s: a %s window memory cannot hold the %u global layers (use "
-                           "make_iswa or one full cache)",
-                           name(), attention::to_string(mem.window()).data(), h.n_global());
-    }
-    return {};
   }
 
  private:

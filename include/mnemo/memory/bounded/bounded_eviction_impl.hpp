@@ -9,9 +9,7 @@ namespace mnemo::memory {
 
 template <class P, dtype::kv_element KE, dtype::kv_element VE>
 void bounded<P, KE, VE>::views(std::size_t layer, std::size_t u, layer_views& out) const {
-  out.segments.clear();
-  out.streams.clear();
-  out.token_stream.clear();
+  start_views(out, {});  // eviction keeps what its policy scores; no window masks
   if (u >= plan_.size()) return;
   const planned& pl = plan_[u];
   ++vstats_.calls;

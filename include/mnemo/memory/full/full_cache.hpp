@@ -31,6 +31,9 @@ struct full_cache_config {
   seq_id n_seq_max = 1;         // sequence ids live in [0, n_seq_max), at most 256
   attention::rope_config rope;  // how cached keys were rotated (for K-shift)
   bool shift_supported = true;  // false for M-RoPE-like models: seq_add/div are refused
+  /// Per layer, the window its attention masks by (empty: none). A full cache forgets
+  /// nothing: the window is a mask only, reported with the layer's views.
+  std::vector<attention::layer_window> windows;
 };
 
 template <dtype::kv_element KE, dtype::kv_element VE = KE>
@@ -41,6 +44,7 @@ class full_cache : public cell_store<KE, VE> {
  public:
   static result<full_cache> make(const full_cache_config& cfg) {
     MNEMO_RETURN_IF_ERROR(check_n_seq_max("full cache", cfg.n_seq_max));
+    MNEMO_RETURN_IF_ERROR(check_layer_windows("full cache", cfg.windows, cfg.shape.n_layer));
     MNEMO_RETURN_IF_ERROR(cfg.rope.validate(cfg.shape.d_k));
     full_cache c;
     c.cfg_ = cfg;
@@ -227,6 +231,17 @@ class full_cache : public cell_store<KE, VE> {
   }
 
   memory_report report() const { return this->report_as("kv"); }
+
+  /// The window layer `layer`'s attention masks by (config windows; none without).
+  attention::layer_window layer_window(std::size_t layer) const noexcept {
+    return cfg_.windows.empty() ? attention::layer_window{} : cfg_.windows[layer];
+  }
+  /// The attention views of one layer for micro-batch u: the one unified stream and
+  /// the layer's window.
+  void views(std::size_t layer, std::size_t u, layer_views& out) const {
+    store::views(layer, u, out);
+    out.window = layer_window(layer);
+  }
 
  private:
   /// seq_add / seq_div after their own argument checks: allowed at all, and room to

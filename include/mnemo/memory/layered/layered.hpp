@@ -142,13 +142,15 @@ class layered {
     return std::get<I>(parts_);
   }
 
-  /// The window part of a layer's attention parameters (none for non-window parts).
+  /// The window model layer `layer`'s attention masks by: its part's (none for parts
+  /// without K/V).
   std::pair<attention::window_kind, pos_t> window(std::size_t layer) const {
-    std::pair<attention::window_kind, pos_t> w{attention::window_kind::none, 0};
-    visit(routes_[layer].part, [&](const auto& p) {
-      if constexpr (requires { p.window(); }) w = {p.window(), p.n_swa()};
+    attention::layer_window w;
+    const layer_route r = routes_[layer];
+    visit(r.part, [&](const auto& p) {
+      if constexpr (requires { p.layer_window(r.local); }) w = p.layer_window(r.local);
     });
-    return w;
+    return {w.kind, w.n_swa};
   }
 
   any_split split_strategy(std::uint32_t n_ubatch) const {

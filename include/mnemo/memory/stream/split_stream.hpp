@@ -51,6 +51,9 @@ struct split_stream_config {
   std::size_t pool_blocks = 0;      // 0: n_seq_max * blocks_per_stream(), never short
   attention::rope_config rope;      // how cached keys were rotated (for K-shift)
   bool shift_supported = true;      // false for M-RoPE-like models
+  /// Per layer, the window its attention masks by (empty: none; a mask only, as in
+  /// full_cache_config).
+  std::vector<attention::layer_window> windows;
 
   std::size_t blocks_per_stream() const noexcept {
     return block_cells == 0 ? 0 : (size_per_stream + block_cells - 1) / block_cells;
@@ -78,6 +81,7 @@ class split_stream {
 
   static result<split_stream> make(const split_stream_config& cfg) {
     MNEMO_RETURN_IF_ERROR(check_n_seq_max("split stream", cfg.n_seq_max));
+    MNEMO_RETURN_IF_ERROR(check_layer_windows("split stream", cfg.windows, cfg.shape.n_layer));
     if (cfg.size_per_stream == 0 || cfg.block_cells == 0)
       return make_status(status_code::invalid_argument,
                          "split stream: cells per stream (%zu) and per block (%zu) must be > 0",
@@ -273,11 +277,10 @@ class split_stream {
 
   /// The attention views of one layer for applied micro-batch u (memory::kv_memory):
   /// one kv_view per stream the micro-batch touches, by increasing sequence id, and
-  /// per token the index of its view. One attend() call covers them all.
+  /// per token the index of its view (one attend() call covers them all), and the
+  /// layer's window.
   void views(std::size_t layer, std::size_t u, layer_views& out) const {
-    out.segments.clear();
-    out.streams.clear();
-    out.token_stream.clear();
+    start_views(out, layer_window(layer));
     if (u >= plan_.size()) return;
     std::vector<std::uint32_t> ids;  // the streams of u, sorted
     for (const slot& sl : plan_[u]) ids.push_back(sl.stream);
@@ -299,6 +302,11 @@ class split_stream {
   /// and the block list is closed up (metadata only). Shared blocks are never
   /// rewritten (that would copy them), so their holes stay.
   status defragment();
+
+  /// The window layer `layer`'s attention masks by (config windows; none without).
+  attention::layer_window layer_window(std::size_t layer) const noexcept {
+    return cfg_.windows.empty() ? attention::layer_window{} : cfg_.windows[layer];
+  }
 
   memory_report report() const {
     memory_report r;

@@ -214,6 +214,16 @@ class sliding_window : public cell_store<KE, VE> {
 
   memory_report report() const { return this->report_as("kv-window"); }
 
+  /// Every layer's window is this memory's (it forgets by it).
+  attention::layer_window layer_window(std::size_t layer) const noexcept {
+    (void)layer;
+    return {cfg_.window, cfg_.n_swa};
+  }
+  void views(std::size_t layer, std::size_t u, layer_views& out) const {
+    store::views(layer, u, out);
+    out.window = layer_window(layer);
+  }
+
   // ---- for state_read (sliding_window_state.hpp) ----------------------------------
   void set_horizon(seq_id s, pos_t h) noexcept { horizon_[idx(s)] = h; }
   /// Whether cell i may take a new token now: empty, or masked for every owner's next

@@ -232,9 +232,7 @@ class split_window {
   /// One kv_view per sequence of micro-batch u, by increasing sequence id (as
   /// split_stream), each the stream's window-sized cell prefix; per token its view.
   void views(std::size_t layer, std::size_t u, layer_views& out) const {
-    out.segments.clear();
-    out.streams.clear();
-    out.token_stream.clear();
+    start_views(out, layer_window(layer));
     if (u >= plan_.size()) return;
     const ubatch_plan& p = plan_[u];
     for (seq_id s : p.ids) {
@@ -245,6 +243,12 @@ class split_window {
     view_per_segment(out);
     token_views(out, std::span<const seq_id>(p.ids), p.stream,
                 [](std::uint32_t s) { return static_cast<seq_id>(s); });
+  }
+
+  /// Every layer's window is the streams' (they forget by it).
+  attention::layer_window layer_window(std::size_t layer) const noexcept {
+    (void)layer;
+    return {window(), n_swa()};
   }
 
   memory_report report() const {

@@ -16,17 +16,9 @@
 
 namespace mnemo::memory {
 
-/// The lowest key position a query at q keeps (is_masked_by_window is false from there
-/// up to q). For window_kind::none: the lowest position there is.
-constexpr pos_t lowest_kept(attention::window_kind w, pos_t n_swa, pos_t q) noexcept {
-  switch (w) {
-    case attention::window_kind::none: return std::numeric_limits<pos_t>::min();
-    case attention::window_kind::standard: return q - n_swa + 1;
-    case attention::window_kind::chunked: return q / n_swa * n_swa;
-    case attention::window_kind::symmetric: return q - n_swa / 2;
-  }
-  return std::numeric_limits<pos_t>::min();
-}
+/// The lowest key position a query at q keeps: the window geometry is the attention
+/// mask's (attention/params.hpp), defined once.
+using attention::lowest_kept;
 
 /// The smallest query position q >= 0 with lowest_kept(q) >= h: the earliest a query
 /// needs nothing below h (0 when h <= 0).
