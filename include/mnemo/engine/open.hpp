@@ -10,8 +10,8 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
-#include <type_traits>
 #include <string>
+#include <type_traits>
 #include <utility>
 
 #include "mnemo/dtype/dtype.hpp"
@@ -138,8 +138,7 @@ inline result<backend_ptr> open_attention(model::attention_decoder m, backend_ar
     return with_kv<float, dtype::f16, dtype::bf16, dtype::block_q8_0, dtype::block_q4_0>(
         o.kv, "split", [&]<class KE>() {
           return build<memory::split_stream<KE>>(m, a, [&](const model_t& mm) {
-            return memory::split_stream<KE>::make(
-                mm.split_stream_config(per_seq(o), o.n_seq_max));
+            return memory::split_stream<KE>::make(mm.split_stream_config(per_seq(o), o.n_seq_max));
           });
         });
   if (k == memory_kind::bounded && !interleaved)
@@ -155,8 +154,9 @@ inline result<backend_ptr> open_attention(model::attention_decoder m, backend_ar
         return mm.make_iswa_split<KE>(per_seq(o), o.n_seq_max, o.n_ubatch);
       });
     });
-  return unknown_kind(a.arch, k,
-                      interleaved ? "auto, iswa, iswa-split, full, split" : "auto, full, split, bounded");
+  return unknown_kind(
+      a.arch, k,
+      interleaved ? "auto, iswa, iswa-split, full, split" : "auto, full, split, bounded");
 }
 
 inline result<backend_ptr> open_mamba(model::mamba_model m, backend_args& a, memory_kind k) {
@@ -268,9 +268,9 @@ result<engine> engine::open(const std::string& path, const engine_options& optio
   if (o.hooks.abort.requested()) return aborted_status("while loading the model");
   MNEMO_ASSIGN_OR_RETURN(std::string_view arch_view, file.get_string("general.architecture"));
   const std::string arch(arch_view);
-  result<backend_ptr> b = make_status(status_code::unsupported,
-                                      "architecture '%s' is not supported (%s, mamba, jamba)",
-                                      arch.c_str(), model::attention_architectures().c_str());
+  result<backend_ptr> b =
+      make_status(status_code::unsupported, "architecture '%s' is not supported (%s, mamba, jamba)",
+                  arch.c_str(), model::attention_architectures().c_str());
   if (model::find_recipe(arch) != nullptr)
     b = load_and_open<model::attention_decoder>(std::move(file), o, arch, open_attention);
   else if (arch == "mamba")
