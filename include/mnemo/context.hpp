@@ -79,7 +79,7 @@ struct context_params {
   /// cores available) for n_threads, n_threads' value for n_threads_batch.
   int n_threads = 0;
   int n_threads_batch = 0;
-  context_hooks hooks;  // abort, progress and log (base/hooks.hpp)
+  context_hooks hooks{};  // abort, progress and log (base/hooks.hpp)
   /// Keep each sequence's (token, position) history and, when a seq_rm / seq_cp needs
   /// positions a window memory forgot, decode them again (docs/context.md "Lost
   /// context"). Needs the memory's state functions (its *_state.hpp) for the undo.
