@@ -5,7 +5,7 @@
 #   cmake -DCXX=... -DINCLUDE=.../include -DWORK=... -P header_hygiene.cmake
 set(allowed
     "base/[a-z_]+\\.hpp" "batch/batch\\.hpp" "engine/engine\\.hpp" "engine/backend\\.hpp"
-    "engine/options\\.hpp" "memory/types\\.hpp" "sampling\\.hpp")
+    "engine/options\\.hpp" "memory/types\\.hpp" "attention/params\\.hpp" "sampling\\.hpp")
 file(WRITE "${WORK}/engine_header_hygiene.cpp" "#include \"mnemo/engine/engine.hpp\"\n")
 execute_process(COMMAND "${CXX}" -std=c++20 -M -I "${INCLUDE}" "${WORK}/engine_header_hygiene.cpp"
                 OUTPUT_VARIABLE deps ERROR_VARIABLE err RESULT_VARIABLE rc)

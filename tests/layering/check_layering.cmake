@@ -23,6 +23,9 @@ set(rank_text 4)
 set(rank_memory 5)
 set(rank_model 6)
 set(rank_TOP 7)
+# The run-time handle sits on context.hpp and sampling.hpp; the C API on the handle.
+set(rank_engine 8)
+set(rank_c 9)
 
 # The folder ("area") of a path relative to include/mnemo/: its first component, or TOP.
 function(area_of rel out)

@@ -124,6 +124,7 @@ class decoder_memory {
     memory::split_stream_config gc = split_stream_config(n_ctx_seq, n_seq_max);
     gc.shape = kv_shape(hp().n_global());
     gc.rope = hp().rope_global;
+    gc.windows.clear();  // the global layers attend without a window
     using split_t = memory::split_stream<KE, VE>;
     using window_t = memory::split_window<KE, VE>;
     MNEMO_ASSIGN_OR_RETURN(split_t gs, split_t::make(gc));
