@@ -80,7 +80,7 @@ if(MNEMO_BUILD_EXAMPLES)
                          FIXTURES_REQUIRED mnemo_tiny_llama_${type} LABELS examples)
   endforeach()
 
-  # The memory factory's split strategy against llama.cpp's logits (mnemo-replay).
+  # The engine's split strategy against llama.cpp's logits (mnemo-replay).
   if(EXISTS "${MNEMO_FIXTURES_DIR}/llama-tiny.gguf")
     add_test(NAME examples.replay.llama-tiny.multi.split
              COMMAND mnemo-replay "${MNEMO_FIXTURES_DIR}/llama-tiny.gguf"
@@ -88,6 +88,12 @@ if(MNEMO_BUILD_EXAMPLES)
                      "${CMAKE_CURRENT_BINARY_DIR}/examples.replay.split.bin" --memory split
                      --threads 1 --compare "${MNEMO_FIXTURES_DIR}/llama-tiny.multi.bin" 5e-4)
     set_tests_properties(examples.replay.llama-tiny.multi.split PROPERTIES LABELS examples)
+    # A host's own llama-style decoder on mnemo's full cache and attention: its logits
+    # against the built-in llama's (the example exits 1 beyond 1e-4).
+    add_test(NAME examples.bring_your_own_model
+             COMMAND bring_your_own_model "${MNEMO_FIXTURES_DIR}/llama-tiny.gguf" --threads 1)
+    set_tests_properties(examples.bring_your_own_model PROPERTIES LABELS examples
+                         PASS_REGULAR_EXPRESSION "max \\|diff\\| [^ ]+ \\(tolerance 0.0001\\): PASS")
   endif()
 
   # Bad arguments: a usage message and exit code 2 ("PROGRAM|ARGUMENTS"; MODEL is the
