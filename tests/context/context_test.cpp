@@ -37,6 +37,8 @@ struct failing_memory {
   pos_t seq_pos_min(seq_id s) const { return inner.seq_pos_min(s); }
   pos_t seq_pos_max(seq_id s) const { return inner.seq_pos_max(s); }
   bool can_shift() const { return inner.can_shift(); }
+  seq_id n_seq_max() const { return inner.n_seq_max(); }
+  std::size_t n_layer() const { return inner.n_layer(); }
   status update() { return inner.update(); }
   status prepare(std::span<const memory::ubatch_tokens> ubs) { return inner.prepare(ubs); }
   status apply(std::size_t u, const memory::ubatch_tokens& ub) {

@@ -156,6 +156,8 @@ class bounded {
   }
 
   const bounded_config& config() const noexcept { return cfg_; }
+  seq_id n_seq_max() const noexcept { return cfg_.n_seq_max; }
+  std::size_t n_layer() const noexcept { return cfg_.shape.n_layer; }
   const Policy& policy() const noexcept { return policy_; }
   std::size_t capacity() const noexcept { return cfg_.capacity(); }
   /// Lanes per (sequence, layer): 1 per layer, n_head_kv per KV head.
