@@ -99,6 +99,11 @@ class context {
       return make_status(status_code::invalid_argument,
                          "context: n_ubatch (%u) must be > 0 and n_seq_max (%d) in [1, %d]",
                          p.n_ubatch, p.n_seq_max, k_max_seq);
+    if (p.n_seq_max > memory.n_seq_max())
+      return make_status(status_code::invalid_argument,
+                         "context: n_seq_max %d is more than the memory was built for (%d); make "
+                         "the memory with n_seq_max >= %d",
+                         p.n_seq_max, memory.n_seq_max(), p.n_seq_max);
     if (p.recompute && !memory::state_memory<Memory>)
       return make_status(status_code::invalid_argument,
                          "context: recompute needs the memory's state_write / state_read "

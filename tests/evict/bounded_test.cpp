@@ -1,5 +1,6 @@
 // bounded<Policy> under the Llama decoder: budget >= context gives the full cache's
 // logits exactly, rollback restores evictions, state files and sequence operations.
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -216,6 +217,41 @@ TEST(BoundedModel, CompactModeMatchesFullCacheWithKShift) {
       ASSERT_NEAR(a[0][j], b[0][j], 2e-4f) << "token " << i << " logit " << j;
   }
   EXPECT_EQ(bnd.seq_pos_max(0), 5);
+}
+
+// A bounded sequence branched at p1 continues at p1: the copy keeps src's logical end
+// within the range (p1 - 1), evicted or not, as seq_rm keeps it. Its logits equal
+// those of the unbranched sequence cut at p1 (the same kept cells and policy state).
+template <class Policy>
+void expect_branch_continues_at(Policy p, std::size_t budget, pos_t p1) {
+  const auto t = tokens(20, 21), next = tokens(4, 22);
+  auto br = make_ctx(make_bounded<Policy>(budget, p));
+  feed(br, t, 4);
+  ASSERT_TRUE(br.seq_cp(0, 1, 0, p1).is_ok());
+  EXPECT_EQ(br.seq_pos_max(1), p1 - 1);
+  EXPECT_EQ(br.seq_pos_max(0), 19);
+  auto un = make_ctx(make_bounded<Policy>(budget, p));
+  feed(un, t, 4);
+  ASSERT_TRUE(un.seq_rm(0, p1, -1).is_ok());
+  ASSERT_EQ(un.seq_pos_max(0), p1 - 1);
+  for (std::size_t l = 0; l < tiny().n_layer(); ++l) {
+    auto kept = [](const auto& lane) {
+      std::vector<pos_t> v;
+      for (pos_t q : lane.pos)
+        if (q >= 0) v.push_back(q);
+      std::sort(v.begin(), v.end());
+      return v;
+    };
+    EXPECT_EQ(kept(br.memory().lane_of(1, l)), kept(un.memory().lane_of(0, l))) << "layer " << l;
+  }
+  expect_close(feed(br, next, 1, 1), feed(un, next, 1, 0), "branch at p1 vs cut at p1");
+}
+
+TEST(BoundedModel, BranchAtAPositionContinuesThere) {
+  // StreamingLLM keeps 0..3 and the newest: position p1 - 1 = 11 was evicted.
+  expect_branch_continues_at(evict::streaming_llm{}, 8, 12);
+  expect_branch_continues_at(evict::h2o{}, 8, 12);
+  expect_branch_continues_at(evict::tova{}, 6, 17);
 }
 
 }  // namespace
