@@ -10,6 +10,7 @@
 #include "mnemo/context.hpp"
 #include "mnemo/evict/h2o.hpp"
 #include "mnemo/evict/key_norm.hpp"
+#include "mnemo/evict/last_recent.hpp"
 #include "mnemo/evict/snapkv.hpp"
 #include "mnemo/evict/streaming_llm.hpp"
 #include "mnemo/evict/tova.hpp"
@@ -252,6 +253,47 @@ TEST(BoundedModel, BranchAtAPositionContinuesThere) {
   expect_branch_continues_at(evict::streaming_llm{}, 8, 12);
   expect_branch_continues_at(evict::h2o{}, 8, 12);
   expect_branch_continues_at(evict::tova{}, 6, 17);
+}
+
+// A sliding-window model on a bounded cache keeps its window: the layers' windows go
+// with the views, so the logits equal a full cache's with the window (budget above the
+// context: the same cells; last_recent keeping the window: every evicted cell was
+// outside it anyway).
+TEST(BoundedModel, SlidingWindowModelKeepsItsWindow) {
+  constexpr std::uint32_t n_swa = 6;
+  static const auto win = [] {
+    mnemo_test::tiny_llama_spec spec;
+    spec.n_swa = n_swa;
+    return mnemo_test::make_tiny_llama(spec).value();
+  }();
+  auto ctx_of = [](auto m) {
+    return context<model::llama_model, decltype(m)>::make(
+               win, std::move(m), {.n_ubatch = 4, .n_seq_max = 2, .n_threads = 1})
+        .value();
+  };
+  auto bounded_of = [&](std::size_t budget) {
+    memory::bounded_config c;
+    c.shape = win.kv_shape();
+    c.budget = budget;
+    c.max_ubatch = 4;
+    c.n_seq_max = 2;
+    c.rope = win.hparams().rope();
+    c.windows = win.hparams().windows();
+    return memory::bounded<evict::last_recent, float>::make(c).value();
+  };
+  ASSERT_FALSE(win.hparams().windows().empty());
+  auto full = ctx_of(memory::full_cache<float>::make(win.full_cache_config(64, 2)).value());
+  auto all = ctx_of(bounded_of(40));
+  auto recent = ctx_of(bounded_of(n_swa));
+  memory::full_cache_config no_window = win.full_cache_config(64, 2);
+  no_window.windows.clear();
+  auto unmasked = ctx_of(memory::full_cache<float>::make(no_window).value());
+  const auto t = tokens(30, 23);
+  const auto want = feed(full, t, 4);
+  expect_close(want, feed(all, t, 4), "bounded, budget above the context");
+  expect_close(want, feed(recent, t, 4), "bounded, last_recent keeping the window");
+  EXPECT_EQ(recent.memory().lane_of(0, 0).live, n_swa);
+  EXPECT_NE(want.back(), feed(unmasked, t, 4).back()) << "the window must matter here";
 }
 
 }  // namespace
