@@ -42,6 +42,15 @@ if(MNEMO_BUILD_EXAMPLES)
   set_tests_properties(examples.custom_policy.layer examples.custom_policy.head PROPERTIES
                        LABELS examples PASS_REGULAR_EXPRESSION "self-check: PASS")
 
+  # A user-defined memory strategy (a capped one-sequence cache) under context<>: its
+  # self-check compares every logit row with full_cache's on a fixture model.
+  if(EXISTS "${MNEMO_FIXTURES_DIR}/llama-tiny.gguf")
+    add_test(NAME examples.custom_memory
+             COMMAND custom_memory "${MNEMO_FIXTURES_DIR}/llama-tiny.gguf")
+    set_tests_properties(examples.custom_memory PROPERTIES
+                         LABELS examples PASS_REGULAR_EXPRESSION "self-check: PASS")
+  endif()
+
   # --chat: two user turns on stdin; the second must decode only what the cache lacks
   # (the fixtures' vocabularies have no chat template: --chat-template names one).
   foreach(variant IN ITEMS "llama-tiny|llama2-sys|full" "llama-tiny|chatml|split"
@@ -103,7 +112,8 @@ if(MNEMO_BUILD_EXAMPLES)
                        "generate|MODEL -p x --tokens 1" "generate|MODEL -p x --system y"
                        "generate|MODEL --chat --chat-template nope" "demo|--clients 0"
                        "demo|MODEL"
-                       "custom_policy|0" "custom_policy|64 100" "custom_policy|64 16 row")
+                       "custom_policy|0" "custom_policy|64 100" "custom_policy|64 16 row"
+                       "custom_memory|a b")
     string(REPLACE "|" ";" parts "${bad}")
     list(GET parts 0 prog)
     list(GET parts 1 args)
