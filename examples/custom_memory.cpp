@@ -7,10 +7,10 @@
 //   custom_memory [model.gguf]      (default: the fixtures' llama-tiny.gguf)
 //
 // It decodes a prompt in several micro-batches, then token by token, removes a suffix
-// and decodes another continuation, once on capped_cache and once on full_cache, and
-// ends with a self-check (every logit row equal within 1e-5; a batch beyond the cap
-// refused with no_space and nothing changed): `self-check: PASS`, or `FAIL` and exit
-// code 1.
+// and continues there, removes a middle range and continues, once on capped_cache and
+// once on full_cache, and ends with a self-check (every logit row equal within 1e-5; a
+// batch beyond the cap refused with no_space and nothing changed): `self-check: PASS`,
+// or `FAIL` and exit code 1.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -281,6 +281,10 @@ int main(int argc, char** argv) {
   ok &= over.code() == status_code::no_space && a->seq_pos_max(0) == 41;
   ok &= same_logits(decode(*a, tokens(4, 2), 42, ok), decode(*b, tokens(4, 2), 42, ok),
                     "after the refused batch");
+  // A range in the middle: capped_cache closes the gap, full_cache leaves free cells.
+  ok &= a->seq_rm(0, 10, 20).is_ok() && b->seq_rm(0, 10, 20).is_ok();
+  ok &= same_logits(decode(*a, tokens(4, 3), 46, ok), decode(*b, tokens(4, 3), 46, ok),
+                    "after seq_rm(0, 10, 20)");
   std::printf("%s", a->memory().report().to_string().c_str());
   std::printf("self-check: %s\n", ok ? "PASS" : "FAIL");
   return ok ? 0 : 1;
