@@ -6,7 +6,7 @@
 //   generate MODEL.gguf [-p "text" | --tokens 1,2,3 | --chat] [-n N] [--temp T]
 //            [--top-k K] [--top-p P] [--seed S] [--system TEXT] [--chat-template NAME]
 //            [--memory full|split] [--kv TYPE] [--threads N] [--ctx N] [--ubatch N]
-//            [--batch N] [--prefetch l1|l2]
+//            [--batch N] [--prefetch l1|l2] [--save-session FILE] [--load-session FILE]
 //
 // MODEL.gguf is any attention architecture (llama, qwen2, qwen3, phi3, gemma2, gemma3).
 // Stops early at the end-of-sequence token. With --tokens and a model without a
@@ -17,6 +17,12 @@
 // The KV cache is kept between turns and each turn decodes only the tokens the cache
 // lacks (common/chat_session.hpp); -n bounds each reply. Per-turn token counts go to
 // stderr as each turn ends.
+//
+// --save-session FILE: after generating, saves the KV cache, its tokens and the model's
+// fingerprint (docs/sessions.md). --load-session FILE: starts from such a file instead
+// of an empty cache and continues it (-p / --tokens, optional then, are appended), so a
+// conversation resumes without decoding its prompt again; with --temp 0 the output is
+// what one longer run would have printed. The sampler restarts from its seed.
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -34,6 +40,7 @@
 #include "common/chat_session.hpp"
 #include "common/cli.hpp"
 #include "common/memory_factory.hpp"
+#include "common/session_file.hpp"
 
 #include "mnemo/model/architectures.hpp"
 #include "mnemo/sampling.hpp"
@@ -54,6 +61,7 @@ struct options {
   bool chat = false;
   std::optional<std::string> system;
   std::optional<std::string> chat_template;  // a built-in name (or a Jinja template to detect)
+  std::optional<std::string> save_session, load_session;
   sampler_params sampling{.temperature = 0.8f, .top_k = 40, .top_p = 0.95f, .seed = 42};
   mnemo_examples::runtime_options rt;
 };
@@ -62,7 +70,8 @@ int usage() {
   std::fprintf(stderr,
                "usage: generate MODEL.gguf [-p \"text\" | --tokens 1,2,3 | --chat] [-n N]\n"
                "       [--temp T] [--top-k K] [--top-p P] [--seed S]\n"
-               "       [--system TEXT] [--chat-template NAME]   (with --chat)\n%s",
+               "       [--system TEXT] [--chat-template NAME]   (with --chat)\n"
+               "       [--save-session FILE] [--load-session FILE]   (without --chat)\n%s",
                mnemo_examples::k_runtime_usage);
   return 2;
 }
@@ -84,13 +93,17 @@ bool parse_args(int argc, char** argv, options& o) {
     }
     const bool valued = a == "-p" || a == "--tokens" || a == "-n" || a == "--temp" ||
                         a == "--top-k" || a == "--top-p" || a == "--seed" || a == "--system" ||
-                        a == "--chat-template";
+                        a == "--chat-template" || a == "--save-session" || a == "--load-session";
     if (valued) {
       const char* v = args.value(a);
       if (v == nullptr) return false;
       bool ok = true;
       if (a == "-p") {
         o.prompt = v;
+      } else if (a == "--save-session") {
+        o.save_session = v;
+      } else if (a == "--load-session") {
+        o.load_session = v;
       } else if (a == "--system") {
         o.system = v;
       } else if (a == "--chat-template") {
@@ -123,8 +136,13 @@ bool parse_args(int argc, char** argv, options& o) {
     }
   }
   if (pos.size() != 1) return false;
-  if (int(o.prompt.has_value()) + int(has_tokens) + int(o.chat) != 1) {
+  const int n_inputs = int(o.prompt.has_value()) + int(has_tokens) + int(o.chat);
+  if (n_inputs > 1 || (n_inputs == 0 && !o.load_session)) {
     std::fprintf(stderr, "generate: give one of -p TEXT, --tokens IDS or --chat\n");
+    return false;
+  }
+  if (o.chat && (o.save_session || o.load_session)) {
+    std::fprintf(stderr, "generate: --save-session and --load-session work without --chat\n");
     return false;
   }
   if (!o.chat && (o.system || o.chat_template)) {
@@ -144,15 +162,46 @@ struct timings {
   double t_prompt = 0, t_generate = 0;
 };
 
+/// Prints token ids as text through the stream decoder, or as numbers without one.
+status echo(std::optional<text::stream_decoder>& dec, std::span<const token_id> ids) {
+  for (token_id id : ids) {
+    if (dec) {
+      MNEMO_ASSIGN_OR_RETURN(std::string_view piece, dec->push(id));
+      std::fwrite(piece.data(), 1, piece.size(), stdout);
+    } else {
+      std::printf(" %d", id);
+    }
+  }
+  std::fflush(stdout);
+  return {};
+}
+
 template <class Context>
-status generate(Context& ctx, const options& o, const std::vector<token_id>& prompt,
-                const text::tokenizer* tok, timings& t) {
+status generate(Context& ctx, const options& o, const gguf::file& model,
+                std::vector<token_id> prompt, const text::tokenizer* tok, timings& t) {
   MNEMO_ASSIGN_OR_RETURN(sampler smp, sampler::make(o.sampling));
+  std::optional<text::stream_decoder> dec;
+  if (tok != nullptr)
+    dec.emplace(*tok, text::decode_options{.text_start = o.load_session.has_value()});
+  // What the cache holds. --load-session starts from the session's tokens (echoed here,
+  // main() echoes a fresh prompt); a session keeps no logits, so without new tokens
+  // its last one is decoded again to sample from.
+  std::vector<token_id> history;
+  if (o.load_session) {
+    MNEMO_ASSIGN_OR_RETURN(history, mnemo_examples::load_session_file(ctx, model, *o.load_session));
+    MNEMO_RETURN_IF_ERROR(echo(dec, history));
+    MNEMO_RETURN_IF_ERROR(echo(dec, prompt));
+    if (prompt.empty()) {
+      prompt.push_back(history.back());
+      history.pop_back();
+      MNEMO_RETURN_IF_ERROR(ctx.seq_rm(0, static_cast<pos_t>(history.size()), -1));
+    }
+  }
   // The prompt, in calls of at most n_batch tokens; logits only for its last token.
   const auto t0 = clock_type::now();
   batch b;
   for (std::size_t i = 0; i < prompt.size(); ++i) {
-    b.add(prompt[i], static_cast<pos_t>(i), {0}, i + 1 == prompt.size());
+    b.add(prompt[i], static_cast<pos_t>(history.size() + i), {0}, i + 1 == prompt.size());
     if (b.size() == o.rt.n_batch || i + 1 == prompt.size()) {
       MNEMO_RETURN_IF_ERROR(ctx.decode(b));
       b.clear();
@@ -160,27 +209,23 @@ status generate(Context& ctx, const options& o, const std::vector<token_id>& pro
   }
   t.t_prompt = seconds_since(t0);
   t.n_prompt = prompt.size();
+  history.insert(history.end(), prompt.begin(), prompt.end());
 
-  std::optional<text::stream_decoder> dec;
-  if (tok != nullptr) dec.emplace(*tok, text::decode_options{.text_start = false});
   const auto t1 = clock_type::now();
-  pos_t p = static_cast<pos_t>(prompt.size());
+  std::optional<token_id> undecoded;  // the last token sampled
   for (std::uint32_t i = 0; i < o.n_predict; ++i) {
     const token_id next = smp.sample(ctx.logits_ith(-1));
     if (next < 0) return make_status(status_code::internal, "generate: no logits to sample");
     ++t.n_generated;
-    if (dec) {
-      MNEMO_ASSIGN_OR_RETURN(std::string_view piece, dec->push(next));
-      std::fwrite(piece.data(), 1, piece.size(), stdout);
-    } else {
-      std::printf(" %d", next);
-    }
-    std::fflush(stdout);
+    MNEMO_RETURN_IF_ERROR(echo(dec, {&next, 1}));
+    undecoded = next;
     if (tok != nullptr && next == tok->eos()) break;
     if (i + 1 == o.n_predict) break;  // the last token needs no decode
     b.clear();
-    b.add(next, p++, {0}, true);
+    b.add(next, static_cast<pos_t>(history.size()), {0}, true);
     MNEMO_RETURN_IF_ERROR(ctx.decode(b));
+    history.push_back(next);
+    undecoded.reset();
   }
   if (dec) {
     const std::string rest = dec->finish();
@@ -188,6 +233,15 @@ status generate(Context& ctx, const options& o, const std::vector<token_id>& pro
   }
   std::printf("\n");
   t.t_generate = seconds_since(t1);
+  if (o.save_session) {  // the session holds every token printed
+    if (undecoded) {
+      b.clear();
+      b.add(*undecoded, static_cast<pos_t>(history.size()), {0}, false);
+      MNEMO_RETURN_IF_ERROR(ctx.decode(b));
+      history.push_back(*undecoded);
+    }
+    MNEMO_RETURN_IF_ERROR(mnemo_examples::save_session_file(ctx, model, *o.save_session, history));
+  }
   return {};
 }
 
@@ -296,34 +350,38 @@ int main(int argc, char** argv) {
   if (o.chat) return run_chat(*m, *tok, o);
   std::vector<token_id> prompt;
   if (o.prompt) {
-    prompt = tok->encode(*o.prompt);
+    // Text that continues a session gets no BOS.
+    prompt = tok->encode(*o.prompt, {.add_special = !o.load_session});
   } else {
     for (std::uint32_t id : o.tokens) prompt.push_back(static_cast<token_id>(id));
   }
-  if (prompt.empty()) {
+  if (prompt.empty() && !o.load_session) {
     std::fprintf(stderr, "generate: the prompt has no tokens\n");
     return 2;
   }
-  // Echo the prompt as the tokenizer reads it back, then the continuation.
-  if (tok.is_ok()) {
+  // Echo the prompt as the tokenizer reads it back, then the continuation (with
+  // --load-session, generate() echoes the session and the prompt).
+  if (!o.load_session && tok.is_ok()) {
     auto text = tok->decode(prompt);
     if (!text.is_ok()) {
       std::fprintf(stderr, "generate: %s\n", text.error().to_string().c_str());
       return 1;
     }
     std::fwrite(text->data(), 1, text->size(), stdout);
-  } else {
+  } else if (!o.load_session) {
     for (token_id id : prompt) std::printf("%s%d", &id == prompt.data() ? "" : " ", id);
     std::printf(" |");
   }
   std::fflush(stdout);
 
   std::uint32_t n_ctx = o.rt.n_ctx;
-  if (n_ctx == 0)
+  if (n_ctx == 0 && o.load_session)
+    n_ctx = 4096;  // the session's length is known only once it is read
+  else if (n_ctx == 0)
     n_ctx = (static_cast<std::uint32_t>(prompt.size()) + o.n_predict + 255) / 256 * 256;
   timings t;
   const status st = mnemo_examples::with_context(*m, o.rt, 1, n_ctx, [&](auto& ctx) {
-    return generate(ctx, o, prompt, tok.is_ok() ? &*tok : nullptr, t);
+    return generate(ctx, o, m->file(), prompt, tok.is_ok() ? &*tok : nullptr, t);
   });
   if (!st) {
     std::fprintf(stderr, "\ngenerate: %s\n", st.to_string().c_str());
