@@ -22,6 +22,7 @@
 #include "mnemo/memory/full/full_cache_state.hpp"
 #include "mnemo/memory/layered/layered_state.hpp"
 #include "mnemo/memory/recurrent/recurrent_state.hpp"
+#include "mnemo/memory/session_format.hpp"
 #include "mnemo/memory/stream/split_stream_state.hpp"
 #include "mnemo/memory/window/sliding_window_state.hpp"
 #include "mnemo/memory/window/split_window_state.hpp"
@@ -239,9 +240,74 @@ std::vector<std::vector<std::uint8_t>> state_seeds() {
 MNEMO_FUZZ_STATE_TARGETS(MNEMO_FUZZ_DEFINE_STATE)
 #undef MNEMO_FUZZ_DEFINE_STATE
 
+/// The session file reader (memory/session_format.hpp). Input: a control byte (bit 0:
+/// rewrite the file's trailing checksum, so mutations reach the fields behind it) and
+/// the file. A refusal has a message and is not `internal`; an accepted session
+/// encodes back to exactly its bytes (a plain state file passes through whole).
+inline std::string session_file(const std::uint8_t* d, std::size_t n) {
+  input_cursor in(d, n);
+  const std::uint8_t ctl = in.u8();
+  const auto rest = in.rest();
+  std::vector<std::uint8_t> file(rest.begin(), rest.end());
+  std::uint32_t magic = 0;
+  if (file.size() >= 4) std::memcpy(&magic, file.data(), 4);
+  if ((ctl & 1) && magic == memory::k_session_magic && file.size() >= 16) {
+    const std::uint64_t sum =
+        memory::checksum64(std::span<const std::uint8_t>(file).first(file.size() - 8));
+    std::memcpy(file.data() + file.size() - 8, &sum, 8);
+  }
+  auto v = memory::decode_session(file);
+  ++(v ? outcomes().accepted : outcomes().refused);
+  if (!v) {
+    if (v.error().message().empty()) return "refused without a message";
+    if (v.error().code() == status_code::internal) return "internal: " + v.error().to_string();
+    return {};
+  }
+  if (!v->has_model)
+    return v->state.size() == file.size() && v->lists.empty()
+               ? ""
+               : "a plain state did not pass through";
+  for (const auto& l : v->lists)
+    for (std::size_t i = 0; i < l.tokens.size(); ++i)
+      if (l.tokens[i].token < 0 || l.tokens[i].pos < 0 ||
+          (i > 0 && l.tokens[i].pos <= l.tokens[i - 1].pos))
+        return "accepted a list with a bad entry";
+  std::vector<std::uint8_t> again;
+  memory::encode_session(v->model, v->lists, v->state, again);
+  if (again != file) return "an accepted session does not encode back to its bytes";
+  return {};
+}
+
+inline std::vector<std::vector<std::uint8_t>> session_file_seeds() {
+  using namespace state_detail;
+  auto m = filled(full_kind::make());
+  std::vector<std::vector<std::uint8_t>> seeds;
+  memory::session_model model{0x0123456789abcdefull, "llama", "tiny"};
+  const std::vector<token_id> ids{1, 5, 9, 2, 7, 3};
+  for (const seq_id s : {-1, 0, 1}) {
+    std::vector<std::uint8_t> state, out;
+    if (!state_write(m, s, state)) continue;
+    std::vector<memory::session_tokens> lists;
+    if (s <= 0) lists.push_back(memory::session_tokens::from_start(0, ids));
+    if (s != 0) lists.push_back(memory::session_tokens::from_start(1, std::span(ids).first(5)));
+    memory::encode_session(model, lists, state, out);
+    for (const std::uint8_t ctl : {0, 1}) {
+      std::vector<std::uint8_t> in{ctl};
+      in.insert(in.end(), out.begin(), out.end());
+      seeds.push_back(std::move(in));
+    }
+    if (s < 0) {  // a plain state file
+      state.insert(state.begin(), std::uint8_t{0});
+      seeds.push_back(std::move(state));
+    }
+  }
+  return seeds;
+}
+
 inline std::vector<target_info> state_targets() {
 #define MNEMO_FUZZ_LIST(name, kind) {#name, &name, &name##_seeds},
-  return {MNEMO_FUZZ_STATE_TARGETS(MNEMO_FUZZ_LIST)};
+  return {MNEMO_FUZZ_STATE_TARGETS(MNEMO_FUZZ_LIST){"session_file", &session_file,
+                                                    &session_file_seeds}};
 #undef MNEMO_FUZZ_LIST
 }
 
