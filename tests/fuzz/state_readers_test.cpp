@@ -3,9 +3,15 @@
 // libFuzzer: the seed corpus from valid files, then seeded mutations of it. The seed is
 // printed; MNEMO_FUZZ_SEED=<n> replays another session.
 #include <cstdio>
+#include <ostream>
 
 #include "fuzz/state_targets.hpp"
 #include <gtest/gtest.h>
+
+namespace mnemo::fuzz {
+// Test names and listings show the target's name, not its bytes.
+inline void PrintTo(const target_info& t, std::ostream* os) { *os << t.name; }
+}  // namespace mnemo::fuzz
 
 namespace {
 

@@ -4,10 +4,16 @@
 // tokenizer's now and then grown to tens of KiB). The seed is printed;
 // MNEMO_FUZZ_SEED=<n> replays another session.
 #include <cstdio>
+#include <ostream>
 #include <string>
 
 #include "fuzz/text_targets.hpp"
 #include <gtest/gtest.h>
+
+namespace mnemo::fuzz {
+// Test names and listings show the target's name, not its bytes.
+inline void PrintTo(const target_info& t, std::ostream* os) { *os << t.name; }
+}  // namespace mnemo::fuzz
 
 namespace {
 
