@@ -6,7 +6,7 @@
 //   generate MODEL.gguf [-p "text" | --tokens 1,2,3 | --chat] [-n N] [--temp T]
 //            [--top-k K] [--top-p P] [--seed S] [--system TEXT] [--chat-template NAME]
 //            [--memory KIND] [--kv TYPE] [--threads N] [--ctx N] [--ubatch N]
-//            [--batch N] [--prefetch l1|l2]
+//            [--batch N] [--prefetch l1|l2] [--save-session FILE] [--load-session FILE]
 //
 // MODEL.gguf is any architecture mnemo::engine opens (docs/engine.md); --memory and
 // --kv are the engine's memory kinds and K/V types (auto: the architecture's default).
@@ -19,6 +19,12 @@
 // The KV cache is kept between turns and each turn decodes only the tokens the cache
 // lacks (common/chat_session.hpp); -n bounds each reply. Per-turn token counts go to
 // stderr as each turn ends.
+//
+// --save-session FILE: after generating, saves the KV cache, its tokens and the model's
+// fingerprint (docs/sessions.md). --load-session FILE: starts from such a file instead
+// of an empty cache and continues it (-p / --tokens, optional then, are appended), so a
+// conversation resumes without decoding its prompt again; with --temp 0 the output is
+// what one longer run would have printed. The sampler restarts from its seed.
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -35,6 +41,7 @@
 
 #include "common/chat_session.hpp"
 #include "common/cli.hpp"
+#include "common/session_file.hpp"
 
 #include "mnemo/engine/engine.hpp"
 #include "mnemo/gguf/file.hpp"
@@ -56,6 +63,7 @@ struct options {
   bool chat = false;
   std::optional<std::string> system;
   std::optional<std::string> chat_template;  // a built-in name (or a Jinja template to detect)
+  std::optional<std::string> save_session, load_session;
   sampler_params sampling{.temperature = 0.8f, .top_k = 40, .top_p = 0.95f, .seed = 42};
   mnemo_examples::runtime_options rt;
 };
@@ -64,7 +72,8 @@ int usage() {
   std::fprintf(stderr,
                "usage: generate MODEL.gguf [-p \"text\" | --tokens 1,2,3 | --chat] [-n N]\n"
                "       [--temp T] [--top-k K] [--top-p P] [--seed S]\n"
-               "       [--system TEXT] [--chat-template NAME]   (with --chat)\n%s",
+               "       [--system TEXT] [--chat-template NAME]   (with --chat)\n"
+               "       [--save-session FILE] [--load-session FILE]   (without --chat)\n%s",
                mnemo_examples::k_runtime_usage);
   return 2;
 }
@@ -86,13 +95,17 @@ bool parse_args(int argc, char** argv, options& o) {
     }
     const bool valued = a == "-p" || a == "--tokens" || a == "-n" || a == "--temp" ||
                         a == "--top-k" || a == "--top-p" || a == "--seed" || a == "--system" ||
-                        a == "--chat-template";
+                        a == "--chat-template" || a == "--save-session" || a == "--load-session";
     if (valued) {
       const char* v = args.value(a);
       if (v == nullptr) return false;
       bool ok = true;
       if (a == "-p") {
         o.prompt = v;
+      } else if (a == "--save-session") {
+        o.save_session = v;
+      } else if (a == "--load-session") {
+        o.load_session = v;
       } else if (a == "--system") {
         o.system = v;
       } else if (a == "--chat-template") {
@@ -125,8 +138,13 @@ bool parse_args(int argc, char** argv, options& o) {
     }
   }
   if (pos.size() != 1) return false;
-  if (int(o.prompt.has_value()) + int(has_tokens) + int(o.chat) != 1) {
+  const int n_inputs = int(o.prompt.has_value()) + int(has_tokens) + int(o.chat);
+  if (n_inputs > 1 || (n_inputs == 0 && !o.load_session)) {
     std::fprintf(stderr, "generate: give one of -p TEXT, --tokens IDS or --chat\n");
+    return false;
+  }
+  if (o.chat && (o.save_session || o.load_session)) {
+    std::fprintf(stderr, "generate: --save-session and --load-session work without --chat\n");
     return false;
   }
   if (!o.chat && (o.system || o.chat_template)) {
@@ -146,14 +164,46 @@ struct timings {
   double t_prompt = 0, t_generate = 0;
 };
 
-status generate(engine& ctx, const options& o, const std::vector<token_id>& prompt,
-                const text::tokenizer* tok, timings& t) {
+/// Prints token ids as text through the stream decoder, or as numbers without one.
+status echo(std::optional<text::stream_decoder>& dec, std::span<const token_id> ids) {
+  for (token_id id : ids) {
+    if (dec) {
+      MNEMO_ASSIGN_OR_RETURN(std::string_view piece, dec->push(id));
+      std::fwrite(piece.data(), 1, piece.size(), stdout);
+    } else {
+      std::printf(" %d", id);
+    }
+  }
+  std::fflush(stdout);
+  return {};
+}
+
+/// model: the file opened for its fingerprint when a session is loaded or saved.
+status generate(engine& ctx, const options& o, const gguf::file* model,
+                std::vector<token_id> prompt, const text::tokenizer* tok, timings& t) {
   MNEMO_ASSIGN_OR_RETURN(sampler smp, sampler::make(o.sampling));
+  std::optional<text::stream_decoder> dec;
+  if (tok != nullptr)
+    dec.emplace(*tok, text::decode_options{.text_start = o.load_session.has_value()});
+  // What the cache holds. --load-session starts from the session's tokens (echoed here,
+  // main() echoes a fresh prompt); a session keeps no logits, so without new tokens
+  // its last one is decoded again to sample from.
+  std::vector<token_id> history;
+  if (o.load_session) {
+    MNEMO_ASSIGN_OR_RETURN(history, mnemo_examples::load_session_file(ctx, *model, *o.load_session));
+    MNEMO_RETURN_IF_ERROR(echo(dec, history));
+    MNEMO_RETURN_IF_ERROR(echo(dec, prompt));
+    if (prompt.empty()) {
+      prompt.push_back(history.back());
+      history.pop_back();
+      MNEMO_RETURN_IF_ERROR(ctx.seq_rm(0, static_cast<pos_t>(history.size()), -1));
+    }
+  }
   // The prompt, in calls of at most n_batch tokens; logits only for its last token.
   const auto t0 = clock_type::now();
   batch b;
   for (std::size_t i = 0; i < prompt.size(); ++i) {
-    b.add(prompt[i], static_cast<pos_t>(i), {0}, i + 1 == prompt.size());
+    b.add(prompt[i], static_cast<pos_t>(history.size() + i), {0}, i + 1 == prompt.size());
     if (b.size() == o.rt.n_batch || i + 1 == prompt.size()) {
       MNEMO_RETURN_IF_ERROR(ctx.decode(b));
       b.clear();
@@ -161,27 +211,23 @@ status generate(engine& ctx, const options& o, const std::vector<token_id>& prom
   }
   t.t_prompt = seconds_since(t0);
   t.n_prompt = prompt.size();
+  history.insert(history.end(), prompt.begin(), prompt.end());
 
-  std::optional<text::stream_decoder> dec;
-  if (tok != nullptr) dec.emplace(*tok, text::decode_options{.text_start = false});
   const auto t1 = clock_type::now();
-  pos_t p = static_cast<pos_t>(prompt.size());
+  std::optional<token_id> undecoded;  // the last token sampled
   for (std::uint32_t i = 0; i < o.n_predict; ++i) {
     const token_id next = smp.sample(ctx.logits_ith(-1));
     if (next < 0) return make_status(status_code::internal, "generate: no logits to sample");
     ++t.n_generated;
-    if (dec) {
-      MNEMO_ASSIGN_OR_RETURN(std::string_view piece, dec->push(next));
-      std::fwrite(piece.data(), 1, piece.size(), stdout);
-    } else {
-      std::printf(" %d", next);
-    }
-    std::fflush(stdout);
+    MNEMO_RETURN_IF_ERROR(echo(dec, {&next, 1}));
+    undecoded = next;
     if (tok != nullptr && next == tok->eos()) break;
     if (i + 1 == o.n_predict) break;  // the last token needs no decode
     b.clear();
-    b.add(next, p++, {0}, true);
+    b.add(next, static_cast<pos_t>(history.size()), {0}, true);
     MNEMO_RETURN_IF_ERROR(ctx.decode(b));
+    history.push_back(next);
+    undecoded.reset();
   }
   if (dec) {
     const std::string rest = dec->finish();
@@ -189,6 +235,15 @@ status generate(engine& ctx, const options& o, const std::vector<token_id>& prom
   }
   std::printf("\n");
   t.t_generate = seconds_since(t1);
+  if (o.save_session) {  // the session holds every token printed
+    if (undecoded) {
+      b.clear();
+      b.add(*undecoded, static_cast<pos_t>(history.size()), {0}, false);
+      MNEMO_RETURN_IF_ERROR(ctx.decode(b));
+      history.push_back(*undecoded);
+    }
+    MNEMO_RETURN_IF_ERROR(mnemo_examples::save_session_file(ctx, *model, *o.save_session, history));
+  }
   return {};
 }
 
@@ -293,6 +348,7 @@ int run_chat(const options& o) {
 /// SentencePiece's leading space: the memory is sized before the engine tokenizes.
 std::uint32_t context_size(const options& o) {
   if (o.rt.n_ctx != 0) return o.rt.n_ctx;
+  if (o.load_session) return 4096;  // the session's length is known only once it is read
   const std::size_t n_prompt = o.prompt ? o.prompt->size() + 3 : o.tokens.size();
   return static_cast<std::uint32_t>((n_prompt + o.n_predict + 255) / 256 * 256);
 }
@@ -310,29 +366,39 @@ int main(int argc, char** argv) {
     return fail(make_status(status_code::not_found, "-p needs a tokenizer in the model file"));
   std::vector<token_id> prompt;
   if (o.prompt) {
-    auto ids = e->tokenize(*o.prompt);
+    // Text that continues a session gets no BOS.
+    auto ids = e->tokenize(*o.prompt, /*add_special=*/!o.load_session);
     if (!ids.is_ok()) return fail(ids.error());
     prompt = std::move(*ids);
   } else {
     for (std::uint32_t id : o.tokens) prompt.push_back(static_cast<token_id>(id));
   }
-  if (prompt.empty()) {
+  if (prompt.empty() && !o.load_session) {
     std::fprintf(stderr, "generate: the prompt has no tokens\n");
     return 2;
   }
-  // Echo the prompt as the tokenizer reads it back, then the continuation.
-  if (e->has_tokenizer()) {
+  // Echo the prompt as the tokenizer reads it back, then the continuation (with
+  // --load-session, generate() echoes the session and the prompt).
+  if (!o.load_session && e->has_tokenizer()) {
     auto text = e->detokenize(prompt);
     if (!text.is_ok()) return fail(text.error());
     std::fwrite(text->data(), 1, text->size(), stdout);
-  } else {
+  } else if (!o.load_session) {
     for (token_id id : prompt) std::printf("%s%d", &id == prompt.data() ? "" : " ", id);
     std::printf(" |");
   }
   std::fflush(stdout);
 
+  // A session file names the model by the fingerprint of its GGUF metadata.
+  std::optional<gguf::file> model_file;
+  if (o.save_session || o.load_session) {
+    auto f = gguf::file::open(o.model);
+    if (!f.is_ok()) return fail(f.error());
+    model_file.emplace(std::move(*f));
+  }
   timings t;
-  if (const status st = generate(*e, o, prompt, e->tokenizer(), t); !st) {
+  const gguf::file* model = model_file ? &*model_file : nullptr;
+  if (const status st = generate(*e, o, model, prompt, e->tokenizer(), t); !st) {
     std::fprintf(stderr, "\n");
     return fail(st);
   }

@@ -69,6 +69,19 @@ if(MNEMO_BUILD_EXAMPLES)
       set_tests_properties(${name} PROPERTIES LABELS examples)
     endif()
   endforeach()
+  # --save-session / --load-session: a resumed run prints what one longer run prints; a
+  # session loaded into another model is refused naming both.
+  foreach(mem IN ITEMS full split)
+    if(EXISTS "${MNEMO_FIXTURES_DIR}/llama-tiny.gguf" AND EXISTS "${MNEMO_FIXTURES_DIR}/qwen2.gguf")
+      add_test(NAME examples.generate.session.${mem}
+               COMMAND ${CMAKE_COMMAND} "-DGENERATE=$<TARGET_FILE:generate>"
+                       "-DMODEL=${MNEMO_FIXTURES_DIR}/llama-tiny.gguf"
+                       "-DOTHER_MODEL=${MNEMO_FIXTURES_DIR}/qwen2.gguf" -DMEMORY=${mem}
+                       "-DWORK_DIR=${CMAKE_CURRENT_BINARY_DIR}"
+                       -P "${CMAKE_CURRENT_SOURCE_DIR}/examples/session_resume_check.cmake")
+      set_tests_properties(examples.generate.session.${mem} PROPERTIES LABELS examples)
+    endif()
+  endforeach()
   # A model without tokenizer.chat_template and no --chat-template: exit 1, naming the fix.
   add_test(NAME examples.generate.chat-no-template
            COMMAND sh -c "out=$(\"$<TARGET_FILE:generate>\" \"${mnemo_tiny_llama}\" --chat 2>&1 < /dev/null); test $? -eq 1 && echo \"$out\" | grep -q -- --chat-template")

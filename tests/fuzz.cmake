@@ -5,6 +5,15 @@
 #   build-fuzz/tests/mnemo_fuzz_gguf corpus -max_total_time=30
 # With the option on, ctest also runs a short deterministic session (fuzz.gguf.smoke).
 # The deterministic mutation test (tests/gguf/mutation_test.cpp) runs everywhere.
+#
+# mnemo_fuzz_readers: every other reader (the state reader of each memory strategy and
+# composite, the tokenizer, the chat-template formatter, batch validation) in one
+# binary; MNEMO_FUZZ_TARGET picks the target (docs/fuzzing.md):
+#   ninja -C build-fuzz mnemo_fuzz_readers && mkdir corpus
+#   MNEMO_FUZZ_TARGET=state_full MNEMO_FUZZ_WRITE_SEEDS=corpus build-fuzz/tests/mnemo_fuzz_readers
+#   MNEMO_FUZZ_TARGET=state_full build-fuzz/tests/mnemo_fuzz_readers corpus -max_total_time=60
+# Their deterministic sessions (tests/fuzz/*_readers_test.cpp) run everywhere, under
+# ASan/UBSan in the debug-asan preset.
 option(MNEMO_BUILD_FUZZERS "Build libFuzzer targets (needs clang)" OFF)
 
 if(MNEMO_BUILD_FUZZERS)
@@ -37,5 +46,14 @@ if(MNEMO_BUILD_FUZZERS)
                                                           FIXTURES_SETUP mnemo_fuzz_corpus)
     set_tests_properties(fuzz.gguf.smoke PROPERTIES FIXTURES_REQUIRED mnemo_fuzz_corpus
                                                     LABELS fuzz TIMEOUT 300)
+
+    add_executable(mnemo_fuzz_readers ${CMAKE_CURRENT_LIST_DIR}/fuzz/readers_fuzzer.cpp)
+    target_link_libraries(mnemo_fuzz_readers PRIVATE mnemo::mnemo)
+    target_include_directories(mnemo_fuzz_readers PRIVATE ${CMAKE_CURRENT_LIST_DIR})
+    target_compile_definitions(mnemo_fuzz_readers PRIVATE
+                               MNEMO_FIXTURES_DIR="${MNEMO_FIXTURES_DIR}")
+    target_compile_options(mnemo_fuzz_readers PRIVATE ${_mnemo_fuzz_flags})
+    target_link_options(mnemo_fuzz_readers PRIVATE ${_mnemo_fuzz_flags})
+    mnemo_strict(mnemo_fuzz_readers)
   endif()
 endif()

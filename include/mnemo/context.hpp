@@ -209,6 +209,8 @@ class context {
   Memory& memory() noexcept { return mem_; }
   const Memory& memory() const noexcept { return mem_; }
   const context_params& params() const noexcept { return p_; }
+  /// Sequence ids are in [0, n_seq_max()).
+  seq_id n_seq_max() const noexcept { return p_.n_seq_max; }
 
   /// A window memory refuses, with `unsupported` naming the sequence and its earliest
   /// restorable position, a removal or copy that would continue a sequence where its

@@ -49,6 +49,8 @@ class engine {
   std::string_view architecture() const noexcept { return b_->architecture(); }
   std::uint32_t n_vocab() const noexcept { return b_->n_vocab(); }
   std::uint32_t n_embd() const noexcept { return b_->n_embd(); }
+  /// Sequence ids are in [0, n_seq_max()).
+  seq_id n_seq_max() const noexcept { return o_.n_seq_max; }
 
   // ---- text ------------------------------------------------------------------------
 
