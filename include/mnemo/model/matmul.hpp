@@ -11,9 +11,10 @@
 // matrix-vector product, bound by the weight bytes); larger n_tok is prefill.
 // Preconditions are debug asserts: the model checks shapes when it loads.
 //
-// Two kernels (docs/products.md): below k_gemm_min_tokens tokens, tiles of 4 weight
-// rows are decoded in registers and dotted with up to 4 tokens at a time, so the
-// weights stream once (detail/matmul_gemv.inl); from k_gemm_min_tokens on, panels of
+// Three kernels (docs/products.md): for one token, the weight rows stream through
+// dtype's dot (detail/matmul_gemv.inl); for 2 .. k_gemm_min_tokens - 1 tokens, strips of
+// 4 weight rows are decoded once per call into L1 and register tiles of 4 rows x 2-4
+// tokens run over them (detail/matmul_small_m.inl); from k_gemm_min_tokens on, panels of
 // weight rows are decoded and transposed into the workspace and a register-tiled
 // micro-kernel runs over them (detail/matmul_gemm.inl). Both sum in f32 with fma, in
 // an ISA-dependent order; y does not depend on n_threads.
