@@ -11,10 +11,11 @@
 // matrix-vector product, bound by the weight bytes); larger n_tok is prefill.
 // Preconditions are debug asserts: the model checks shapes when it loads.
 //
-// Three kernels (docs/products.md): for one token, the weight rows stream through
-// dtype's dot (detail/matmul_gemv.inl); for 2 .. k_gemm_min_tokens - 1 tokens, strips of
-// 4 weight rows are decoded once per call into L1 and register tiles of 4 rows x 2-4
-// tokens run over them (detail/matmul_small_m.inl); from k_gemm_min_tokens on, panels of
+// Three kernels (docs/products.md): for up to 5 tokens, the weight rows stream through
+// dtype's dot or tiles decoded in registers (detail/matmul_gemv.inl); from 6 tokens to
+// k_gemm_min_tokens - 1, strips of 4 weight rows are decoded once per call into L1 and
+// register tiles of 4 rows x 2-4 tokens run over them (detail/matmul_small_m.inl); from
+// k_gemm_min_tokens on, panels of
 // weight rows are decoded and transposed into the workspace and a register-tiled
 // micro-kernel runs over them (detail/matmul_gemm.inl). Both sum in f32 with fma, in
 // an ISA-dependent order; y does not depend on n_threads.
@@ -200,7 +201,7 @@ std::size_t range_unit(const weight& w, bool int8) noexcept {
 
 /// y rows [r0, r1) of W x, streaming: the one-token 8-bit kernels when in.int8 (from the
 /// tiles where w has them and the range holds whole tiles; `packed` is the thread's
-/// slice of ws.rounded_x), the small-M kernel for 2 .. k_small_m_max_tokens tokens when
+/// slice of ws.rounded_x), the small-M kernel for the token counts it takes when
 /// the thread has `scratch` (its slice of ws.scratch, else null), else the f32 streaming
 /// kernel. @pre r0 a multiple of range_unit, r1 too or n_out
 template <simd::isa_tag Isa, class E>
@@ -234,11 +235,13 @@ void product_rows(const weight& w, std::size_t r0, std::size_t r1, const product
                                         in.x_stride, n_tok, y + r0, y_stride);
 }
 
-/// Whether n_tok tokens take the small-M kernel (matmul_small_m.inl): the one-token
-/// kernels stream faster, and from k_gemm_min_tokens on the packed product runs.
+/// Whether n_tok tokens take the small-M kernel (matmul_small_m.inl): fewer tokens run
+/// faster through the streaming tiles, and from k_gemm_min_tokens on the packed product
+/// runs.
 template <simd::isa_tag Isa>
 constexpr bool takes_small_m(std::size_t n_tok) noexcept {
-  return n_tok >= 2 && n_tok <= matmul_kernels<Isa>::k_small_m_max_tokens;
+  return n_tok >= matmul_kernels<Isa>::k_small_m_min_tokens &&
+         n_tok <= matmul_kernels<Isa>::k_small_m_max_tokens;
 }
 
 /// Thread slot `part`'s slice of ws.rounded_x for the 8-bit kernels' packed x, or null

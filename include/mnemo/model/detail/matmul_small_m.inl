@@ -1,5 +1,6 @@
 // Body of model::detail::matmul_kernels<isa>: the product for a few tokens (short
-// prompts, several sequences decoding together), 2 .. k_small_m_max_tokens tokens.
+// prompts, several sequences decoding together), k_small_m_min_tokens ..
+// k_small_m_max_tokens tokens.
 // Included only by matmul_kernels.hpp after matmul_gemv.inl.
 //
 // Compute-bound from a few tokens on (32 tokens of f16 weights do 16 FLOPs per weight
@@ -19,9 +20,16 @@
 /// Rows per strip: the streaming kernels' tile (thread ranges are whole 4-row tiles).
 static constexpr std::size_t k_small_m_rows = 4;
 /// Tokens per register tile: R x T accumulators + T x vectors + one weight vector must
-/// fit the registers. AVX2 has 16: 4 x 2 (8 chains, what 2 fma pipes of latency 4 need);
+/// fit the registers. AVX2 has 16: 4 x 3 (one thread, [1024 -> 2816], 32 tokens: 4 x 3
+/// ran 1.2x the FMAs per second of 4 x 2 and 1.4x those of 4 x 4, which spills);
 /// AVX-512 and NEON have 32: 4 x 4.
-static constexpr std::size_t k_small_m_tokens = L == 8 || L == 1 ? 2 : 4;
+static constexpr std::size_t k_small_m_tokens = L == 8 ? 3 : (L == 1 ? 2 : 4);
+/// The fewest tokens that take this kernel: below, decoding the strip to L1 costs more
+/// than it saves, and the tile that decodes 32 values at a time into registers (gemv)
+/// is faster (AVX2, f16 / q8_0 / f32 [1024 -> 2816], one thread: 2 tokens 1.15-1.8x,
+/// 4 tokens 1.03-1.3x faster there; 6 tokens even for f16 / f32, slower for q8_0;
+/// docs/products.md).
+static constexpr std::size_t k_small_m_min_tokens = 6;
 /// Values per slice: the strip's 4 x 512 f32 are 8 KiB, L1-resident with the x slices.
 static constexpr std::size_t k_small_m_kc = 512;
 /// The most tokens one call takes (the partial sums' room in the scratch).
@@ -72,11 +80,13 @@ static MNEMO_INLINE void small_m_tile_(const float* w, std::size_t w_stride, con
     for (std::size_t t = 0; t < T; ++t) V::store(part + (t * R + r) * L, acc[r][t]);
 }
 
-/// One slice for all n_tok tokens: full tiles of k_small_m_tokens, then the rest.
+/// One slice for all n_tok tokens: full tiles of T tokens, then the rest.
+template <std::size_t T>
 static MNEMO_INLINE void small_m_slice_(const float* w, std::size_t w_stride, const float* x,
                                         std::size_t x_stride, std::size_t n_tok, std::size_t kc,
                                         float* part, bool first) noexcept {
-  constexpr std::size_t R = k_small_m_rows, T = k_small_m_tokens;
+  constexpr std::size_t R = k_small_m_rows;
+  static_assert(T >= 2 && T <= 4);
   std::size_t t = 0;
   for (; t + T <= n_tok; t += T)
     small_m_tile_<R, T>(w, w_stride, x + t * x_stride, x_stride, kc, part + t * R * L, first);
@@ -85,8 +95,12 @@ static MNEMO_INLINE void small_m_slice_(const float* w, std::size_t w_stride, co
   switch (n_tok - t) {
     case 0: break;
     case 1: small_m_tile_<R, 1>(w, w_stride, xt, x_stride, kc, pt, first); break;
-    case 2: small_m_tile_<R, 2>(w, w_stride, xt, x_stride, kc, pt, first); break;
-    default: small_m_tile_<R, 3>(w, w_stride, xt, x_stride, kc, pt, first); break;
+    case 2:
+      if constexpr (T > 2) small_m_tile_<R, 2>(w, w_stride, xt, x_stride, kc, pt, first);
+      break;
+    default:
+      if constexpr (T > 3) small_m_tile_<R, 3>(w, w_stride, xt, x_stride, kc, pt, first);
+      break;
   }
 }
 
@@ -94,8 +108,8 @@ static MNEMO_INLINE void small_m_slice_(const float* w, std::size_t w_stride, co
 /// [n_tok, n] f32 (x_stride) x [n_rows, n] E -> [n_tok, n_rows] f32 (y_stride).
 /// Prefetches each slice of the next strip while it decodes the current one, never past
 /// n_rows (the next rows are another thread's). scratch: small_m_scratch_floats floats,
-/// 64-byte aligned. @pre 2 <= n_tok <= k_small_m_max_tokens
-template <class E>
+/// 64-byte aligned. @pre 1 <= n_tok <= k_small_m_max_tokens
+template <class E, std::size_t T = k_small_m_tokens>
 static void gemv_small_m(const unsigned char* w, std::size_t row_bytes, std::size_t n_rows,
                          std::size_t n, const float* x, std::size_t x_stride, std::size_t n_tok,
                          float* y, std::size_t y_stride, float* scratch) noexcept {
@@ -133,7 +147,7 @@ static void gemv_small_m(const unsigned char* w, std::size_t row_bytes, std::siz
         for (std::size_t r = rows; r < R; ++r)  // a short last strip: zero rows
           for (std::size_t k = 0; k < kc; ++k) strip[r * kc_max + k] = 0.0f;
       }
-      small_m_slice_(sv, sv_stride, x + k0, x_stride, n_tok, kc, part, k0 == 0);
+      small_m_slice_<T>(sv, sv_stride, x + k0, x_stride, n_tok, kc, part, k0 == 0);
     }
     for (std::size_t t = 0; t < n_tok; ++t) {
       const float* pt = part + t * R * L;
