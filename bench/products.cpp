@@ -5,6 +5,8 @@
 //           last-level cache) that every call reads them from DRAM, as a model's layers do.
 //   token   one decode step's products of that model (57 weights of its own each), as
 //           weight bytes/s and the fraction of the read bandwidth.
+//   small_m (n_tok 1 .. 512 through [1024 -> 2816]): short prompts and batched decode, against
+//           both limits (the weights from DRAM below 256 tokens).
 //   prefill (n_tok 512): GFLOP/s (2 n_tok n_in n_out) and the fraction of the FMA peak;
 //           Eigen's f32 product on the same data for comparison.
 // best_*: the fastest single call against the same limits (robust to preemption).
@@ -142,7 +144,8 @@ void BM_product(benchmark::State& state) {
     state.SkipWithError("this CPU's products do not read q4_0 tiles (no AVX-512 VNNI + VBMI)");
     return;
   }
-  setup<E> s(n_in, n_out, n_tok, n_tok < model::k_gemm_min_tokens, Tiled);
+  // From DRAM below 256 tokens (decode, batched decode, short prompts), as in a model.
+  setup<E> s(n_in, n_out, n_tok, n_tok < 256, Tiled);
   std::size_t i = 0;
   double best = 1e30;  // seconds, the fastest call
   const std::vector<model::weight>& ws = s.store.ws;
@@ -283,6 +286,13 @@ void decode_one_token_args(benchmark::internal::Benchmark* b) {
   for (auto [in, out] : k_decode_shapes) b->Args({in, out, 1});
   b->Unit(benchmark::kMicrosecond)->UseRealTime();
 }
+/// Short prompts and batched decode: M tokens through the gate / up shape, from the one-token
+/// kernels through the small-M tiles to the packed product.
+void small_m_args(benchmark::internal::Benchmark* b) {
+  b->ArgNames({"in", "out", "tok"});
+  for (long tok : {1, 2, 4, 8, 16, 32, 64, 128, 512}) b->Args({1024, 2816, tok});
+  b->Unit(benchmark::kMicrosecond)->UseRealTime();
+}
 void prefill_args(benchmark::internal::Benchmark* b) {
   b->ArgNames({"in", "out", "tok"});
   for (auto [in, out] : {std::pair{1024L, 2816L}, {2816L, 1024L}, {1024L, 1024L}})
@@ -348,6 +358,13 @@ BENCHMARK_TEMPLATE(BM_token, dtype::block_q4_0, true)
     ->DenseRange(0, 1)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
+BENCHMARK_TEMPLATE(BM_product, float)->Apply(small_m_args)->Name("small_m/f32");
+BENCHMARK_TEMPLATE(BM_product, dtype::f16)->Apply(small_m_args)->Name("small_m/f16");
+BENCHMARK_TEMPLATE(BM_product, dtype::bf16)->Apply(small_m_args)->Name("small_m/bf16");
+BENCHMARK_TEMPLATE(BM_product, dtype::block_q8_0)->Apply(small_m_args)->Name("small_m/q8_0");
+BENCHMARK_TEMPLATE(BM_product, dtype::block_q4_0)->Apply(small_m_args)->Name("small_m/q4_0");
+BENCHMARK_TEMPLATE(BM_product, dtype::block_q4_K)->Apply(small_m_args)->Name("small_m/q4_K");
+BENCHMARK_TEMPLATE(BM_product, dtype::block_q6_K)->Apply(small_m_args)->Name("small_m/q6_K");
 BENCHMARK_TEMPLATE(BM_product, float)->Apply(prefill_args)->Name("prefill/f32");
 BENCHMARK_TEMPLATE(BM_product, dtype::f16)->Apply(prefill_args)->Name("prefill/f16");
 BENCHMARK_TEMPLATE(BM_product, dtype::bf16)->Apply(prefill_args)->Name("prefill/bf16");

@@ -11,9 +11,11 @@
 // matrix-vector product, bound by the weight bytes); larger n_tok is prefill.
 // Preconditions are debug asserts: the model checks shapes when it loads.
 //
-// Two kernels (docs/products.md): below k_gemm_min_tokens tokens, tiles of 4 weight
-// rows are decoded in registers and dotted with up to 4 tokens at a time, so the
-// weights stream once (detail/matmul_gemv.inl); from k_gemm_min_tokens on, panels of
+// Three kernels (docs/products.md): for up to 5 tokens, the weight rows stream through
+// dtype's dot or tiles decoded in registers (detail/matmul_gemv.inl); from 6 tokens to
+// k_gemm_min_tokens - 1, strips of 4 weight rows are decoded once per call into L1 and
+// register tiles of 4 rows x 2-4 tokens run over them (detail/matmul_small_m.inl); from
+// k_gemm_min_tokens on, panels of
 // weight rows are decoded and transposed into the workspace and a register-tiled
 // micro-kernel runs over them (detail/matmul_gemm.inl). Both sum in f32 with fma, in
 // an ISA-dependent order; y does not depend on n_threads.
@@ -199,11 +201,13 @@ std::size_t range_unit(const weight& w, bool int8) noexcept {
 
 /// y rows [r0, r1) of W x, streaming: the one-token 8-bit kernels when in.int8 (from the
 /// tiles where w has them and the range holds whole tiles; `packed` is the thread's
-/// slice of ws.rounded_x), else the f32 streaming kernel. @pre r0 a multiple of
-/// range_unit, r1 too or n_out
+/// slice of ws.rounded_x), the small-M kernel for the token counts it takes when
+/// the thread has `scratch` (its slice of ws.scratch, else null), else the f32 streaming
+/// kernel. @pre r0 a multiple of range_unit, r1 too or n_out
 template <simd::isa_tag Isa, class E>
 void product_rows(const weight& w, std::size_t r0, std::size_t r1, const product_input& in,
-                  std::size_t n_tok, float* y, std::size_t y_stride, float* packed) noexcept {
+                  std::size_t n_tok, float* y, std::size_t y_stride, float* packed,
+                  float* scratch) noexcept {
   const auto* base = reinterpret_cast<const unsigned char*>(w.data);
   if constexpr (is_quantised<E> && has_int8_decode<Isa>) {
     if (in.int8) {
@@ -221,8 +225,23 @@ void product_rows(const weight& w, std::size_t r0, std::size_t r1, const product
       return;
     }
   }
+  if (scratch != nullptr) {
+    matmul_kernels<Isa>::template gemv_small_m<E>(base + r0 * w.row_bytes, w.row_bytes, r1 - r0,
+                                                  w.n_in, in.x, in.x_stride, n_tok, y + r0,
+                                                  y_stride, scratch);
+    return;
+  }
   matmul_kernels<Isa>::template gemv<E>(base + r0 * w.row_bytes, w.row_bytes, r1 - r0, w.n_in, in.x,
                                         in.x_stride, n_tok, y + r0, y_stride);
+}
+
+/// Whether n_tok tokens take the small-M kernel (matmul_small_m.inl): fewer tokens run
+/// faster through the streaming tiles, and from k_gemm_min_tokens on the packed product
+/// runs.
+template <simd::isa_tag Isa>
+constexpr bool takes_small_m(std::size_t n_tok) noexcept {
+  return n_tok >= matmul_kernels<Isa>::k_small_m_min_tokens &&
+         n_tok <= matmul_kernels<Isa>::k_small_m_max_tokens;
 }
 
 /// Thread slot `part`'s slice of ws.rounded_x for the 8-bit kernels' packed x, or null
@@ -257,9 +276,14 @@ void stream_products(std::span<const product_out> products, const product_input&
   }
   const std::size_t n_parts = streaming_parts(bytes, n_tok, nt);
   const std::size_t n_in = products.front().w->n_in;
+  constexpr std::size_t scratch_floats = matmul_kernels<Isa>::gemm_scratch_floats;
+  static_assert(matmul_kernels<Isa>::small_m_scratch_floats <= scratch_floats);
+  const bool small_m =
+      takes_small_m<Isa>(n_tok) && matmul_reserve<Isa>(ws, static_cast<int>(n_parts)).is_ok();
   parallel_for(n_parts, static_cast<int>(n_parts), [&](std::size_t part, int) {
     const std::size_t u0 = n_units * part / n_parts, u1 = n_units * (part + 1) / n_parts;
     float* packed = packed_x_slice(ws, in, part, n_in);
+    float* scratch = small_m ? ws.scratch.data() + part * scratch_floats : nullptr;
     std::size_t first = 0;  // the first unit of the product at hand
     for (const product_out& p : products) {
       const weight& w = *p.w;
@@ -268,7 +292,7 @@ void stream_products(std::span<const product_out> products, const product_input&
       const std::size_t a = std::max(u0, first), b = std::min(u1, first + units);
       if (a < b) {
         const std::size_t r0 = (a - first) * unit, r1 = std::min(w.n_out, (b - first) * unit);
-        product_rows<Isa, E>(w, r0, r1, in, n_tok, p.y, p.y_stride, packed);
+        product_rows<Isa, E>(w, r0, r1, in, n_tok, p.y, p.y_stride, packed, scratch);
       }
       first += units;
     }

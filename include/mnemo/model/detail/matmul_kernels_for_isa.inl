@@ -11,6 +11,7 @@ struct matmul_kernels<MNEMO_TARGET_ISA> {
   // clang-format off
 #include "mnemo/simd/detail/transpose_matrix.inl"
 #include "mnemo/model/detail/matmul_gemv.inl"
+#include "mnemo/model/detail/matmul_small_m.inl"
 #include "mnemo/model/detail/matmul_gemm.inl"
   // clang-format on
 };

@@ -3,8 +3,8 @@
 // blocks once (q8_K, q8_1 or q8_0: detail/quant_dot.hpp), then every output is one
 // integer dot product per block (quant_dot<Isa>::dot). One kernel serves one token and
 // many: the rows are split over the threads in one contiguous range each, and tokens
-// go through a range in groups of k_quant_token_group, so that a group's rounded x
-// stays in L2 while the rows stream past it once per group.
+// go through a range in groups (quant_token_group: up to 160 KiB of rounded x), so that a
+// group's rounded x stays in L2 while the rows stream past it once per group.
 #pragma once
 
 #if !defined(MNEMO_MODEL_MATMUL_INTERNAL_)
@@ -25,9 +25,18 @@
 
 namespace mnemo::model::detail {
 
-/// Tokens whose rounded x a thread's rows meet before the next row: 16 tokens of
-/// x rounded to q8_K are 4.6 KiB per 4096 values, 73 KiB for 16.
-inline constexpr std::size_t k_quant_token_group = 16;
+/// Tokens whose rounded x a thread's rows meet before the next row: as many as fit in
+/// this many bytes (L2-resident while the rows stream past them), and at least
+/// k_quant_min_token_group. 64 tokens of x rounded to q8_K are 73 KiB per 1024 values,
+/// so the short prompts and batched decode of d_model 1024..2048 read each row once per
+/// call; before, groups of 16 read the weights n_tok / 16 times from DRAM.
+inline constexpr std::size_t k_quant_group_bytes = 160 * 1024;
+inline constexpr std::size_t k_quant_min_token_group = 16;
+
+/// Tokens per group for x of `x_bytes` per token.
+inline std::size_t quant_token_group(std::size_t x_bytes) noexcept {
+  return std::max(k_quant_min_token_group, k_quant_group_bytes / x_bytes);
+}
 
 /// How far ahead of the row being read the rows are prefetched: as the one-token
 /// streaming kernel (matmul_gemv.inl's k_decode_prefetch_bytes), software prefetch is
@@ -68,8 +77,9 @@ void quant_rows(const weight& w, std::size_t r0, std::size_t r1, const unsigned 
   const simd::prefetch_target target = simd::current_prefetch_target();
   // The rows k_quant_prefetch_bytes ahead, never past the range (another thread's).
   const std::size_t ahead = std::max<std::size_t>(1, k_quant_prefetch_bytes / w.row_bytes);
-  for (std::size_t t0 = 0; t0 < n_tok; t0 += k_quant_token_group) {
-    const std::size_t t1 = std::min(n_tok, t0 + k_quant_token_group);
+  const std::size_t group = quant_token_group(x_bytes);
+  for (std::size_t t0 = 0; t0 < n_tok; t0 += group) {
+    const std::size_t t1 = std::min(n_tok, t0 + group);
     for (std::size_t r = r0; r < r1; ++r) {
       if (r + ahead < r1) {
         const auto* p = reinterpret_cast<const unsigned char*>(w.row(r + ahead));
