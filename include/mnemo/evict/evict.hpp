@@ -5,6 +5,8 @@
 #include "mnemo/evict/h2o.hpp"
 #include "mnemo/evict/key_norm.hpp"
 #include "mnemo/evict/last_recent.hpp"
+#include "mnemo/evict/oracle.hpp"
+#include "mnemo/evict/random_evict.hpp"
 #include "mnemo/evict/snapkv.hpp"
 #include "mnemo/evict/streaming_llm.hpp"
 #include "mnemo/evict/tova.hpp"
