@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include "mnemo/evict/budget_schedule.hpp"
+#include "mnemo/evict/duo_attention.hpp"
 #include "mnemo/evict/h2o_normalised.hpp"
 #include "mnemo/evict/h2o_vlen.hpp"
 #include "mnemo/evict/keyformer.hpp"
@@ -21,6 +22,7 @@
 #include "mnemo/evict/oracle.hpp"
 #include "mnemo/evict/random_evict.hpp"
 #include "mnemo/evict/scissorhands.hpp"
+#include "mnemo/evict/streaming_llm.hpp"
 
 namespace {
 
@@ -376,6 +378,69 @@ TEST(EvictRules, PyramidScheduleAndPerLayerBudgets) {
   }
   cfg.layer_budgets = {4, 4};
   EXPECT_FALSE((mnemo::memory::bounded<ev::last_recent, float>::make(cfg).is_ok()));
+}
+
+TEST(EvictRules, DuoAttentionRaggedHeadBudgets) {
+  // KV head 0 retrieval (budget 24), head 1 streaming (4 sinks + 6 recent): each head
+  // keeps exactly what StreamingLLM keeps at its own budget, and reads only that.
+  const synthetic s = data(80, 6);
+  const std::uint8_t profile[2] = {1, 0};
+  run_options o;
+  o.granularity = mnemo::memory::kv_granularity::per_kv_head;
+  mnemo::memory::bounded_config cfg;
+  cfg.shape = {1, s.n_head_kv, s.d, s.d};
+  cfg.granularity = o.granularity;
+  cfg.head_budgets = ev::duo_attention_budgets(profile, 24, 4, 6);
+  ASSERT_EQ(cfg.head_budgets, (std::vector<std::size_t>{24, 10}));
+  cfg.max_ubatch = 8;
+  cfg.rope.layout = mnemo::attention::rope_layout::none;
+  ev::streaming_llm p;
+  p.n_sink = 4;
+  auto m = mnemo::memory::bounded<ev::streaming_llm, float>::make(cfg, p).value();
+  mnemo::attention::workspace ws;
+  mnemo::memory::layer_views lv;
+  const mnemo::attention::shape sh{s.n_head, s.n_head_kv, s.d, s.d};
+  mnemo::attention::params ap;
+  ap.scale = 0.25f;
+  std::size_t t = 0;
+  while (t < 80) {
+    const std::size_t n = t < 40 ? 8 : 1;
+    std::vector<pos_t> pos(n);
+    std::vector<mnemo::seq_id> seq(n, 0);
+    std::vector<mnemo::seq_set> sets(n, mnemo::seq_set::of(0));
+    for (std::size_t j = 0; j < n; ++j) pos[j] = static_cast<pos_t>(t + j);
+    const mnemo::memory::ubatch_tokens ub{pos, sets};
+    ASSERT_TRUE(m.prepare(std::span(&ub, 1)).is_ok());
+    ASSERT_TRUE(m.apply(0, ub).is_ok());
+    for (std::size_t j = 0; j < n; ++j)
+      m.write_kv(0, 0, j, &s.k[(t + j) * s.n_head_kv * s.d], &s.v[(t + j) * s.n_head_kv * s.d]);
+    m.views(0, 0, lv);
+    if (t >= 40) {  // decode: head h's stream holds its kept cells + the new token
+      ASSERT_EQ(lv.segments.size(), 2u);
+      EXPECT_EQ(lv.segments[0].n_cells, 25u);
+      EXPECT_EQ(lv.segments[1].n_cells, 11u);
+    }
+    std::vector<float> out(n * s.n_head * s.d);
+    const mnemo::attention::query_batch qb{&s.q[t * s.n_head * s.d], n, pos.data(), seq.data(),
+                                           nullptr};
+    ASSERT_TRUE((mnemo::model::attend_observed<mnemo::simd::native, float, float>(
+                     m, 0, 0, sh, ap, qb, lv, out.data(), ws, {1}))
+                    .is_ok());
+    m.commit();
+    t += n;
+    for (std::size_t h = 0; h < 2; ++h) {
+      const std::size_t b = cfg.head_budgets[h];
+      std::vector<pos_t> want, got;
+      for (std::size_t q = 0; q < t; ++q)
+        if (t <= b || q < 4 || q >= t - (b - 4)) want.push_back(static_cast<pos_t>(q));
+      for (pos_t q : m.lane_of(0, 0, h).pos)
+        if (q >= 0) got.push_back(q);
+      std::sort(got.begin(), got.end());
+      ASSERT_EQ(got, want) << "KV head " << h << " after " << t << " tokens";
+    }
+  }
+  cfg.granularity = mnemo::memory::kv_granularity::per_layer;  // head budgets need per-head lanes
+  EXPECT_FALSE((mnemo::memory::bounded<ev::streaming_llm, float>::make(cfg).is_ok()));
 }
 
 }  // namespace

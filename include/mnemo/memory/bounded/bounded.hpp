@@ -90,19 +90,25 @@ struct bounded_config {
   /// Per-layer budgets (PyramidKV's schedule: evict/budget_schedule.hpp): n_layer
   /// entries that replace `budget` layer by layer; empty: `budget` in every layer.
   std::vector<std::size_t> layer_budgets;
+  /// Per-KV-head budgets, [n_layer, n_head_kv] (kv_granularity::per_kv_head only;
+  /// DuoAttention's profile: evict/duo_attention.hpp): each lane keeps its own;
+  /// empty: the layer's budget. A decode step of head h reads its own budget.
+  std::vector<std::size_t> head_budgets;
 
-  std::size_t budget_of(std::size_t layer) const noexcept {
+  std::size_t budget_of(std::size_t layer, std::size_t head = 0) const noexcept {
+    if (!head_budgets.empty()) return head_budgets[layer * shape.n_head_kv + head];
     return layer < layer_budgets.size() ? layer_budgets[layer] : budget;
   }
   std::size_t max_budget() const noexcept {
-    std::size_t b = layer_budgets.empty() ? budget : 0;
-    for (std::size_t x : layer_budgets) b = std::max(b, x);
+    const auto& v = head_budgets.empty() ? layer_budgets : head_budgets;
+    std::size_t b = v.empty() ? budget : 0;
+    for (std::size_t x : v) b = std::max(b, x);
     return b;
   }
   std::size_t capacity() const noexcept { return max_budget() + max_ubatch; }
-  /// Cells a lane of `layer` keeps after a call's eviction.
-  std::size_t kept(std::size_t layer) const noexcept {
-    const std::size_t b = budget_of(layer);
+  /// Cells a lane of `layer` (and KV head `head`) keeps after a call's eviction.
+  std::size_t kept(std::size_t layer, std::size_t head = 0) const noexcept {
+    const std::size_t b = budget_of(layer, head);
     return rule == budget_rule::kept ? b : (b > 0 ? b - 1 : 0);
   }
   /// The most cells any lane keeps after a call.
@@ -154,6 +160,13 @@ class bounded {
       return make_status(status_code::invalid_argument,
                          "bounded: %zu layer budgets for %zu layers (give one per layer, or none)",
                          cfg.layer_budgets.size(), cfg.shape.n_layer);
+    if (!cfg.head_budgets.empty() &&
+        (cfg.granularity != kv_granularity::per_kv_head ||
+         cfg.head_budgets.size() != cfg.shape.n_layer * cfg.shape.n_head_kv))
+      return make_status(status_code::invalid_argument,
+                         "bounded: head_budgets needs kv_granularity::per_kv_head and n_layer x "
+                         "n_head_kv = %zu entries (has %zu)",
+                         cfg.shape.n_layer * cfg.shape.n_head_kv, cfg.head_budgets.size());
     if (cfg.granularity == kv_granularity::per_kv_head && cfg.shape.n_head_kv == 0)
       return make_status(status_code::invalid_argument, "bounded: per_kv_head needs n_head_kv > 0");
     MNEMO_RETURN_IF_ERROR(cfg.rope.validate(cfg.shape.d_k));

@@ -185,7 +185,7 @@ status bounded<P, KE, VE>::after_attention(std::size_t layer, std::size_t u, boo
 template <class P, dtype::kv_element KE, dtype::kv_element VE>
 void bounded<P, KE, VE>::evict_to_budget(const seq_step& ss, std::size_t layer, std::size_t head) {
   lane& ln = mut_lane(ss.seq, layer, head);
-  const std::size_t kept = cfg_.kept(layer);
+  const std::size_t kept = cfg_.kept(layer, head);
   if (ln.live <= kept) return;
   const std::size_t n_evict =
       std::min(ln.live, ln.live - kept + evict::evict_chunk_of(policy_) - 1);
