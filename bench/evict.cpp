@@ -18,6 +18,11 @@
 
 #include "mnemo/base/rng.hpp"
 #include "mnemo/evict/h2o.hpp"
+#include "mnemo/evict/h2o_normalised.hpp"
+#include "mnemo/evict/h2o_vlen.hpp"
+#include "mnemo/evict/keyformer.hpp"
+#include "mnemo/evict/random_evict.hpp"
+#include "mnemo/evict/scissorhands.hpp"
 #include "mnemo/evict/snapkv.hpp"
 #include "mnemo/evict/streaming_llm.hpp"
 #include "mnemo/evict/tova.hpp"
@@ -29,6 +34,17 @@ namespace {
 using namespace mnemo;
 using E = dtype::f16;
 constexpr std::size_t k_d = 128, k_hkv = 8, k_group = 4;
+
+/// Policies whose defaults need the bench's geometry or a chunk.
+struct h2o_vlen_bench : evict::h2o_vlen {
+  h2o_vlen_bench() {
+    n_head_kv = k_hkv;
+    d_v = k_d;
+  }
+};
+struct scissorhands_chunk8 : evict::scissorhands {
+  scissorhands_chunk8() { evict_chunk = 8; }
+};
 
 template <class Policy, memory::kv_granularity G = memory::kv_granularity::per_layer,
           memory::budget_rule R = memory::budget_rule::kept>
@@ -74,14 +90,16 @@ struct decode_setup {
     (void)m.apply(0, ub);
     m.write_kv(0, 0, 0, k.data(), v.data());
     m.views(0, 0, lv);
+    const attention::query_batch qb{q.data(), 1, pos, seq, nullptr};
+    using mem_t = memory::bounded<Policy, E>;
+    if constexpr (mem_t::wants_attention_stats) m.observe_call(0, 0, sh, qb);
     attention::mass_sink sink;
     const bool stats = m.stats_sink(0, 0, sink);
     const auto t1 = clk::now();
-    const attention::query_batch qb{q.data(), 1, pos, seq, nullptr};
     if constexpr (G == memory::kv_granularity::per_kv_head) {
-      (void)model::detail::attend_lanes<simd::native, E, E, Policy::uses_attention>(
+      (void)model::detail::attend_lanes<simd::native, E, E, mem_t::wants_kernel_stats>(
           k_hkv, sh, ap, qb, lv, out.data(), ws, {1}, stats, sink);
-    } else if constexpr (Policy::uses_attention) {
+    } else if constexpr (mem_t::wants_kernel_stats) {
       if (stats)
         (void)attention::attend<simd::native, E, E, attention::mass_sink>(
             sh, ap, qb, lv.streams, out.data(), ws, {1}, sink);
@@ -136,6 +154,12 @@ BENCHMARK(BM_decode_step<evict::streaming_llm>)->ArgName("B")->Arg(1024)->Arg(40
 BENCHMARK(BM_decode_step<evict::h2o>)->ArgName("B")->Arg(1024)->Arg(4096);
 BENCHMARK(BM_decode_step<evict::tova>)->ArgName("B")->Arg(1024)->Arg(4096);
 BENCHMARK(BM_decode_step<evict::snapkv>)->ArgName("B")->Arg(1024)->Arg(4096);
+BENCHMARK(BM_decode_step<evict::random_evict>)->ArgName("B")->Arg(1024);
+BENCHMARK(BM_decode_step<evict::h2o_normalised>)->ArgName("B")->Arg(1024);
+BENCHMARK(BM_decode_step<h2o_vlen_bench>)->ArgName("B")->Arg(1024);
+BENCHMARK(BM_decode_step<evict::scissorhands>)->ArgName("B")->Arg(1024);
+BENCHMARK(BM_decode_step<scissorhands_chunk8>)->ArgName("B")->Arg(1024);
+BENCHMARK(BM_decode_step<evict::keyformer>)->ArgName("B")->Arg(1024);
 
 constexpr auto k_head = memory::kv_granularity::per_kv_head;
 constexpr auto k_layer = memory::kv_granularity::per_layer;

@@ -257,13 +257,13 @@ status attend(const shape& sh, const params& p, const query_batch& q,
 
   if constexpr (Sink::enabled) {
     if (sink.lse != nullptr) std::memcpy(sink.lse, lse, lse_floats * sizeof(float));
-    if (!sink.mass.empty()) {
+    if (!sink.mass.empty() || !sink.logits.empty()) {
       // One task per (stream, KV head, chunk), so that no two tasks add to one cell,
       // and one head per task, so that any tile's rows fit the scratch.
       std::vector<detail::item> tasks;
       for (std::size_t i = 0; i < ws.items.size(); ++i) {
         const detail::item& it = ws.items[i];
-        if (sink.mass[it.t->stream] == nullptr) continue;
+        if (!sink.exports(it.t->stream)) continue;
         const bool first_tile_of_stream =
             it.t == &ws.tiles.front() || (it.t - 1)->stream != it.t->stream;
         if (!first_tile_of_stream) continue;
@@ -276,8 +276,9 @@ status attend(const shape& sh, const params& p, const query_batch& q,
         const std::size_t st = task.t->stream;
         const detail::tile* end = ws.tiles.data() + ws.tiles.size();
         for (const detail::tile* t = task.t; t != end && t->stream == st; ++t)
-          K::template export_mass<KE>(c, *t, task, w, lse, sink, sink.mass[st],
-                                      streams[st].n_cells());
+          K::template export_mass<KE>(
+              c, *t, task, w, lse, sink, sink.mass.empty() ? nullptr : sink.mass[st],
+              sink.logits.empty() ? nullptr : sink.logits[st], streams[st].n_cells());
       });
     }
   }

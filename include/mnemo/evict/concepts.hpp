@@ -50,23 +50,76 @@ struct slot_view {
   bool live(std::size_t slot) const noexcept { return pos[slot] >= 0; }
 };
 
-/// Which query rows of the call a policy wants attention mass from: the last
-/// `last_rows` tokens of the sequence in the call (all_rows: every one). 0: none.
-struct stats_request {
-  std::size_t last_rows = 0;
-  static constexpr std::size_t all_rows = std::numeric_limits<std::size_t>::max();
-  bool empty() const noexcept { return last_rows == 0; }
+/// The signals a policy can receive (docs/eviction.md, "Signals"). The attention
+/// kernel computes only what is asked: mass, lse and logits come from the kernel's
+/// export (E1, E2, E3), the query rows from the call (E4), and remap notices from
+/// the cache when cells move.
+enum class signal : std::uint8_t {
+  mass = 1,    // per KV head and slot: softmax weight summed over the rows and the group
+  lse = 2,     // per row and query head: log-sum-exp of the logits
+  logits = 4,  // per row, query head and slot: the pre-softmax logit (scaled, capped)
+  query = 8,   // per row and query head: the query as attention saw it (post-RoPE)
+  remap = 16,  // on_remap(step, slot_view, moves) when cells change slot or position
 };
 
-/// Attention mass of the requested rows (attention::mass_sink's E1 export):
-/// mass[h * stride + slot] = sum over the requested rows and the GQA group of head h
-/// of the softmax weight on `slot`. Each row's weights sum to 1 over the live slots,
-/// so the total is rows * n_head (rows * group per KV head). With per-KV-head lanes
-/// n_head_kv is 1 and the mass is the lane's own head's, so total() scores per head.
-struct attention_mass {
+/// A set of signals, composed with `|` (signal::mass | signal::lse).
+struct signal_set {
+  std::uint8_t bits = 0;
+  constexpr signal_set() = default;
+  constexpr signal_set(signal s) : bits(static_cast<std::uint8_t>(s)) {}  // NOLINT: implicit
+  constexpr bool has(signal s) const noexcept { return (bits & static_cast<std::uint8_t>(s)) != 0; }
+  constexpr bool empty() const noexcept { return bits == 0; }
+  /// Whether the kernel must export anything (mass, lse or logits).
+  constexpr bool from_kernel() const noexcept {
+    return has(signal::mass) || has(signal::lse) || has(signal::logits);
+  }
+  /// Whether on_attention is called (any per-call signal; remap is separate).
+  constexpr bool per_call() const noexcept { return from_kernel() || has(signal::query); }
+  friend constexpr signal_set operator|(signal_set a, signal_set b) noexcept {
+    signal_set r;
+    r.bits = static_cast<std::uint8_t>(a.bits | b.bits);
+    return r;
+  }
+  friend constexpr signal_set operator&(signal_set a, signal_set b) noexcept {
+    signal_set r;
+    r.bits = static_cast<std::uint8_t>(a.bits & b.bits);
+    return r;
+  }
+  friend constexpr bool operator==(signal_set, signal_set) = default;
+};
+constexpr signal_set operator|(signal a, signal b) noexcept {
+  return signal_set(a) | signal_set(b);
+}
+
+/// Which query rows of the call a policy wants signals from, and which signals:
+/// the last `last_rows` tokens of the sequence in the call (all_rows: every one;
+/// 0: nothing this call). The cache intersects `signals` with the policy's declared
+/// ones, so a request can narrow but never widen them.
+struct stats_request {
+  std::size_t last_rows = 0;
+  signal_set signals = signal::mass;
+  static constexpr std::size_t all_rows = std::numeric_limits<std::size_t>::max();
+  bool empty() const noexcept { return last_rows == 0 || signals.empty(); }
+};
+
+/// What the kernel and the call exported for one lane: every pointer is null unless
+/// its signal was declared and requested. Rows are the requested rows of the
+/// sequence in micro-batch order; query heads are the lane's (n_head_kv * group),
+/// head-major as in the model's query layout.
+struct attention_signals {
+  /// E1: mass[h * stride + slot] = sum over the requested rows and the GQA group of
+  /// KV head h of the softmax weight on `slot`. Each row's weights sum to 1 over the
+  /// live slots, so the total is rows * n_head (rows * group per KV head).
   const float* mass = nullptr;  // [n_head_kv, stride]
   std::size_t stride = 0;       // slots covered (a prefix of the capacity)
   std::size_t n_head_kv = 0, rows = 0;
+  std::size_t group = 0;           // query heads per KV head
+  std::size_t d_k = 0;             // query row length
+  const pos_t* row_pos = nullptr;  // [rows] position of each row (with any signal)
+  const float* lse = nullptr;      // E2: [rows, n_head_kv * group]
+  const float* logits = nullptr;   // E3: [rows, n_head_kv * group, stride]; -inf: not attended
+  const float* query = nullptr;    // E4: [rows, n_head_kv * group, d_k]
+
   float at(std::size_t h, std::size_t slot) const noexcept { return mass[h * stride + slot]; }
   /// The slot's mass summed over KV heads.
   float total(std::size_t slot) const noexcept {
@@ -74,6 +127,19 @@ struct attention_mass {
     for (std::size_t h = 0; h < n_head_kv; ++h) s += at(h, slot);
     return s;
   }
+  std::size_t n_q_head() const noexcept { return n_head_kv * group; }
+  float logit(std::size_t row, std::size_t qh, std::size_t slot) const noexcept {
+    return logits[(row * n_q_head() + qh) * stride + slot];
+  }
+};
+/// The name policies written against the mass-only interface use.
+using attention_mass = attention_signals;
+
+/// One cell that changed slot or position (`on_remap`): slot `from` now lives in
+/// slot `to` (equal when only the position changed) with position new_pos.
+struct slot_move {
+  std::uint32_t from = 0, to = 0;
+  pos_t old_pos = -1, new_pos = -1;
 };
 
 /// An eviction policy. Members (all const: runtime parameters only, STYLE rule 3):
@@ -109,6 +175,29 @@ concept eviction_policy = std::copy_constructible<P> && requires {
   noexcept->std::convertible_to<bool>;
 };
 
+namespace detail {
+template <class P>
+consteval signal_set declared_signals() {
+  if constexpr (requires {
+                  { P::signals } -> std::convertible_to<signal_set>;
+                })
+    return P::signals;
+  else
+    return P::uses_attention ? signal_set(signal::mass) : signal_set();
+}
+template <class P>
+concept remap_observer = requires(const P& p, const step_info& s, slot_view v,
+                                  std::span<const slot_move> m) {
+  { p.on_remap(s, v, m) }
+  noexcept;
+};
+}  // namespace detail
+
+/// The signals policy P receives: `static constexpr signal_set signals` when it
+/// declares them, else the attention mass when uses_attention is true.
+template <class P>
+inline constexpr signal_set policy_signals = detail::declared_signals<P>();
+
 /// The readable check a cache applies to its policy argument (STYLE rule 5).
 template <class P>
 struct check_policy {
@@ -120,6 +209,17 @@ struct check_policy {
                 "score(step_info, slot_view, slot) -> float and protect(step_info, slot_view, "
                 "slot) -> bool. See docs/eviction.md, \"Writing a policy\".");
   static constexpr bool value = eviction_policy<P>;
+};
+template <class P>
+requires eviction_policy<P>
+struct check_policy<P> {
+  static_assert(P::uses_attention == policy_signals<P>.per_call(),
+                "mnemo::evict: uses_attention must be true exactly when the declared signals "
+                "include mass, lse, logits or query (on_attention is called for those).");
+  static_assert(!policy_signals<P>.has(signal::remap) || detail::remap_observer<P>,
+                "mnemo::evict: a policy that declares signal::remap needs a const noexcept "
+                "on_remap(step_info, slot_view, std::span<const slot_move>).");
+  static constexpr bool value = true;
 };
 
 /// Base for policies that need no per-slot hook: empty on_insert / on_attention and
@@ -133,6 +233,18 @@ struct policy_defaults {
   void on_attention(const step_info&, slot_view, const attention_mass&) const noexcept {}
   bool protect(const step_info&, slot_view, std::size_t) const noexcept { return false; }
 };
+
+/// The chunked trigger: when a lane goes over its kept size, a policy with a member
+/// `evict_chunk` (m) frees m - 1 cells more than needed, so the next m - 1 tokens
+/// evict nothing (Scissorhands' "drop m at once"); every other policy evicts what
+/// is needed (1 per decode step).
+template <class P>
+std::size_t evict_chunk_of(const P& p) noexcept {
+  if constexpr (requires { std::size_t{p.evict_chunk}; })
+    return p.evict_chunk > 0 ? p.evict_chunk : 1;
+  else
+    return 1;
+}
 
 /// Whether `slot` holds one of the `window` newest positions of the sequence.
 inline bool in_recent_window(const step_info& s, slot_view v, std::size_t slot,

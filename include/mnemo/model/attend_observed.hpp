@@ -30,6 +30,18 @@ concept attention_observer = requires(M& m, std::size_t i, attention::mass_sink&
   { m.after_attention(i, i, true) } -> std::same_as<status>;
 };
 
+/// Whether an observer's statistics need the kernel's export (mass, lse, logits);
+/// an observer that wants only the queries runs the null-sink kernel.
+template <class M>
+consteval bool kernel_exports() {
+  if constexpr (requires {
+                  { M::wants_kernel_stats } -> std::convertible_to<bool>;
+                })
+    return M::wants_kernel_stats;
+  else
+    return M::wants_attention_stats;
+}
+
 /// An observer whose lanes may split a layer's KV heads (bounded with per_kv_head):
 /// views() then holds lanes_per_layer() head-major groups of streams.
 template <class M>
@@ -68,9 +80,10 @@ status attend_lanes(std::size_t lanes, const attention::shape& sh, const attenti
     const auto streams = std::span(lv.streams).subspan(h * n_str, n_str);
     if constexpr (MayExport) {
       if (stats) {
-        attention::mass_sink sk = all;
-        sk.mass = all.mass.subspan(h * n_str, n_str);
-        sk.lse = nullptr;
+        attention::mass_sink sk = all;  // the lane's streams and rows of every buffer
+        if (!all.mass.empty()) sk.mass = all.mass.subspan(h * n_str, n_str);
+        if (!all.logits.empty()) sk.logits = all.logits.subspan(h * n_str, n_str);
+        if (all.lse != nullptr) sk.lse = all.lse + h * n * gq;
         MNEMO_RETURN_IF_ERROR((attention::attend<Isa, KE, VE, attention::mass_sink>(
             sl, p, ql, streams, os.data(), ws, opt, sk)));
       }
@@ -93,21 +106,29 @@ status attend_observed(M& mem, std::size_t layer, std::size_t u, const attention
                        const attention::params& p, const attention::query_batch& q,
                        const memory::layer_views& lv, float* out, attention::workspace& ws,
                        const attention::options& opt) {
+  constexpr bool exports = kernel_exports<M>();
+  if constexpr (M::wants_attention_stats) {
+    if constexpr (requires { mem.observe_call(layer, u, sh, q); })
+      mem.observe_call(layer, u, sh, q);
+  }
   if constexpr (lane_split_observer<M>) {  // one run-time branch per layer call
     if (const std::size_t lanes = mem.lanes_per_layer(); lanes > 1) {
       attention::mass_sink all;
       bool stats = false;
       if constexpr (M::wants_attention_stats) stats = mem.stats_sink(layer, u, all);
-      MNEMO_RETURN_IF_ERROR((detail::attend_lanes<Isa, KE, VE, M::wants_attention_stats>(
-          lanes, sh, p, q, lv, out, ws, opt, stats, all)));
+      MNEMO_RETURN_IF_ERROR((detail::attend_lanes<Isa, KE, VE, exports>(lanes, sh, p, q, lv, out,
+                                                                        ws, opt, stats, all)));
       return mem.after_attention(layer, u, stats);
     }
   }
   if constexpr (M::wants_attention_stats) {
     attention::mass_sink sink;
     if (mem.stats_sink(layer, u, sink)) {
-      MNEMO_RETURN_IF_ERROR((attention::attend<Isa, KE, VE, attention::mass_sink>(
-          sh, p, q, lv.streams, out, ws, opt, sink)));
+      if constexpr (exports)
+        MNEMO_RETURN_IF_ERROR((attention::attend<Isa, KE, VE, attention::mass_sink>(
+            sh, p, q, lv.streams, out, ws, opt, sink)));
+      else
+        MNEMO_RETURN_IF_ERROR((attention::attend<Isa, KE, VE>(sh, p, q, lv.streams, out, ws, opt)));
       return mem.after_attention(layer, u, true);
     }
   }

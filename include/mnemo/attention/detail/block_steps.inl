@@ -252,38 +252,44 @@ static void run_item(const detail::call& c, const detail::item& it,
 }
 
 /// Adds, for the item's heads and cells, sum over tile t's rows (that the sink
-/// wants) of e^(logit - lse_row) to mass[hk * n_cells + cell].
+/// wants) of e^(logit - lse_row) to mass[hk * n_cells + cell] (when mass is set), and
+/// stores those rows' logits in logits[(row * n_head + h) * n_cells + cell] (when
+/// logits is set; row = sink.logit_row[token]).
 /// lse: [n_tokens, n_head] final log-sum-exp of every row.
 template <class KE, class Sink>
 static void export_mass(const detail::call& c, const detail::tile& t, const detail::item& it,
                         const detail::scratch& w, const float* lse, const Sink& sink, float* mass,
-                        std::size_t n_cells) noexcept {
+                        float* logits, std::size_t n_cells) noexcept {
   constexpr std::size_t Bc = detail::k_block_cells;
-  const std::size_t g = c.sh.group(), dk = c.sh.d_k, R = t.count * g;
+  const std::size_t g = c.sh.group(), dk = c.sh.d_k, R = t.count * g, H = c.sh.n_head;
   detail::item mine = it;
   mine.t = &t;
   gather_queries(c, mine, w.q);
   std::uint32_t js[Bc];
-  for_each_block(c.streams[t.stream], it.cell_begin, it.cell_end,
-                 [&](const kv_segment& seg, std::size_t j0, std::size_t nb, std::size_t cell0) {
-                   const std::size_t n_js = block_mask(c, t, seg, j0, nb, w, js);
-                   if (n_js == 0) return;
-                   for (std::size_t hk = it.head_begin; hk < it.head_end; ++hk) {
-                     block_logits<KE>(c, t, hk, w.q + (hk - it.head_begin) * R * dk, seg, j0, nb, w,
-                                      js, n_js);
-                     float* m = mass + hk * n_cells + cell0;
-                     for (std::size_t ti = 0; ti < t.count; ++ti) {
-                       const std::size_t tok = c.order[t.first + ti];
-                       if (!sink.row_contributes(tok)) continue;
-                       for (std::size_t hh = 0; hh < g; ++hh) {
-                         const float row_lse = lse[tok * c.sh.n_head + hk * g + hh];
-                         if (row_lse == -__builtin_inff()) continue;
-                         const float* s = w.s + (ti * g + hh) * Bc;
-                         for (std::size_t x = 0; x < n_js; ++x)
-                           if (s[js[x]] != -__builtin_inff())
-                             m[js[x]] += std::exp(s[js[x]] - row_lse);
-                       }
-                     }
-                   }
-                 });
+  for_each_block(
+      c.streams[t.stream], it.cell_begin, it.cell_end,
+      [&](const kv_segment& seg, std::size_t j0, std::size_t nb, std::size_t cell0) {
+        const std::size_t n_js = block_mask(c, t, seg, j0, nb, w, js);
+        if (n_js == 0) return;
+        for (std::size_t hk = it.head_begin; hk < it.head_end; ++hk) {
+          block_logits<KE>(c, t, hk, w.q + (hk - it.head_begin) * R * dk, seg, j0, nb, w, js, n_js);
+          for (std::size_t ti = 0; ti < t.count; ++ti) {
+            const std::size_t tok = c.order[t.first + ti];
+            if (!sink.row_contributes(tok)) continue;
+            for (std::size_t hh = 0; hh < g; ++hh) {
+              const float* s = w.s + (ti * g + hh) * Bc;
+              if (logits != nullptr) {
+                float* lg = logits + (sink.logit_row[tok] * H + hk * g + hh) * n_cells + cell0;
+                for (std::size_t x = 0; x < n_js; ++x) lg[js[x]] = s[js[x]];
+              }
+              if (mass == nullptr) continue;
+              const float row_lse = lse[tok * H + hk * g + hh];
+              if (row_lse == -__builtin_inff()) continue;
+              float* m = mass + hk * n_cells + cell0;
+              for (std::size_t x = 0; x < n_js; ++x)
+                if (s[js[x]] != -__builtin_inff()) m[js[x]] += std::exp(s[js[x]] - row_lse);
+            }
+          }
+        }
+      });
 }

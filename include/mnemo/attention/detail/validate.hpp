@@ -50,6 +50,11 @@ status validate_call(const shape& sh, const params& p, const query_batch& q,
       return make_status(status_code::invalid_argument,
                          "attention: mass sink has %zu stream buffers for %zu streams",
                          sink.mass.size(), streams.size());
+    if (!sink.logits.empty() && (sink.logits.size() != streams.size() || sink.logit_row == nullptr))
+      return make_status(status_code::invalid_argument,
+                         "attention: logits sink has %zu stream buffers for %zu streams (and "
+                         "needs logit_row)",
+                         sink.logits.size(), streams.size());
   }
   return {};
 }

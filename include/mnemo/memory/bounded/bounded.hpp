@@ -91,10 +91,33 @@ struct bounded_config {
   /// bounded cache (with position_mode::compact, over the renumbered positions).
   std::vector<attention::layer_window> windows;
 
-  std::size_t capacity() const noexcept { return budget + max_ubatch; }
-  /// Cells a lane keeps after a call's eviction.
+  /// Per-layer budgets (PyramidKV's schedule: evict/budget_schedule.hpp): n_layer
+  /// entries that replace `budget` layer by layer; empty: `budget` in every layer.
+  std::vector<std::size_t> layer_budgets;
+  /// Per-KV-head budgets, [n_layer, n_head_kv] (kv_granularity::per_kv_head only;
+  /// DuoAttention's profile: evict/duo_attention.hpp): each lane keeps its own;
+  /// empty: the layer's budget. A decode step of head h reads its own budget.
+  std::vector<std::size_t> head_budgets;
+
+  std::size_t budget_of(std::size_t layer, std::size_t head = 0) const noexcept {
+    if (!head_budgets.empty()) return head_budgets[layer * shape.n_head_kv + head];
+    return layer < layer_budgets.size() ? layer_budgets[layer] : budget;
+  }
+  std::size_t max_budget() const noexcept {
+    const auto& v = head_budgets.empty() ? layer_budgets : head_budgets;
+    std::size_t b = v.empty() ? budget : 0;
+    for (std::size_t x : v) b = std::max(b, x);
+    return b;
+  }
+  std::size_t capacity() const noexcept { return max_budget() + max_ubatch; }
+  /// Cells a lane of `layer` (and KV head `head`) keeps after a call's eviction.
+  std::size_t kept(std::size_t layer, std::size_t head = 0) const noexcept {
+    const std::size_t b = budget_of(layer, head);
+    return rule == budget_rule::kept ? b : (b > 0 ? b - 1 : 0);
+  }
+  /// The most cells any lane keeps after a call.
   std::size_t kept() const noexcept {
-    return rule == budget_rule::kept ? budget : (budget > 0 ? budget - 1 : 0);
+    return rule == budget_rule::kept ? max_budget() : (max_budget() > 0 ? max_budget() - 1 : 0);
   }
   /// Lanes per (sequence, layer): 1, or n_head_kv with per-KV-head lanes.
   std::size_t lanes_per_layer() const noexcept {
@@ -117,8 +140,12 @@ class bounded {
   using k_element = KE;
   using v_element = VE;
   using policy_type = Policy;
-  /// The model asks for attention mass only when the policy can use it (compile time).
-  static constexpr bool wants_attention_stats = Policy::uses_attention;
+  /// The signals the policy declared (evict::signal): the model asks for attention
+  /// statistics only when the policy can use them, and compiles the kernel's export
+  /// only when one of them comes from the kernel (compile time).
+  static constexpr evict::signal_set signals = evict::policy_signals<Policy>;
+  static constexpr bool wants_attention_stats = signals.per_call();
+  static constexpr bool wants_kernel_stats = signals.from_kernel();
   static constexpr std::size_t state_floats = Policy::state_floats;
 
   /// One (sequence, layer[, KV head]): slot positions (< 0: free) and the policy's state.
@@ -133,6 +160,17 @@ class bounded {
     MNEMO_RETURN_IF_ERROR(check_n_seq_max("bounded", cfg.n_seq_max));
     if (cfg.max_ubatch == 0)
       return make_status(status_code::invalid_argument, "bounded: max_ubatch must be > 0");
+    if (!cfg.layer_budgets.empty() && cfg.layer_budgets.size() != cfg.shape.n_layer)
+      return make_status(status_code::invalid_argument,
+                         "bounded: %zu layer budgets for %zu layers (give one per layer, or none)",
+                         cfg.layer_budgets.size(), cfg.shape.n_layer);
+    if (!cfg.head_budgets.empty() &&
+        (cfg.granularity != kv_granularity::per_kv_head ||
+         cfg.head_budgets.size() != cfg.shape.n_layer * cfg.shape.n_head_kv))
+      return make_status(status_code::invalid_argument,
+                         "bounded: head_budgets needs kv_granularity::per_kv_head and n_layer x "
+                         "n_head_kv = %zu entries (has %zu)",
+                         cfg.shape.n_layer * cfg.shape.n_head_kv, cfg.head_budgets.size());
     if (cfg.granularity == kv_granularity::per_kv_head && cfg.shape.n_head_kv == 0)
       return make_status(status_code::invalid_argument, "bounded: per_kv_head needs n_head_kv > 0");
     MNEMO_RETURN_IF_ERROR(check_layer_windows("bounded", cfg.windows, cfg.shape.n_layer));
@@ -245,8 +283,17 @@ class bounded {
     return cfg_.windows.empty() ? attention::layer_window{} : cfg_.windows[layer];
   }
 
-  /// Fills `sink` with mass buffers for the sequences whose policy asks for
-  /// statistics in this layer and call; false when none does (null-sink path).
+  /// The attention call about to run for (layer, u): its head geometry and queries
+  /// (post-RoPE), which lse, logits and query signals need. model::attend_observed
+  /// calls it first; without it a policy gets the mass only. q must stay valid until
+  /// after_attention.
+  void observe_call(std::size_t layer, std::size_t u, const attention::shape& sh,
+                    const attention::query_batch& q) noexcept {
+    call_ = {layer, u, sh, q.q, true};
+  }
+  /// Fills `sink` with the buffers of the signals that the sequences' policy asks for
+  /// in this layer and call (mass, lse, logits; only those); false when none asks
+  /// for any signal (null-sink path).
   bool stats_sink(std::size_t layer, std::size_t u, attention::mass_sink& sink);
   /// After attention of one layer: hands the policy the mass (when collected), then
   /// evicts every sequence of micro-batch u down to the budget.
@@ -336,6 +383,25 @@ class bounded {
     while (ln.top > 0 && ln.pos[ln.top - 1] < 0) --ln.top;
   }
   void move_slot(seq_id s, std::size_t layer, std::size_t head, std::size_t from, std::size_t to);
+  /// Tells a policy that declared signal::remap about moves_ of lane (s, layer, head).
+  void report_moves(seq_id s, std::size_t layer, std::size_t head) noexcept {
+    if constexpr (signals.has(evict::signal::remap)) {
+      if (moves_.empty()) return;
+      const evict::step_info st{layer, s,    pos_max_[static_cast<std::size_t>(s)] + 1,
+                                0,     head, lh_ > 1};
+      policy_.on_remap(st, view_of(mut_lane(s, layer, head)),
+                       std::span<const evict::slot_move>(moves_));
+    }
+    moves_.clear();
+  }
+  void note_move(std::size_t from, std::size_t to, pos_t old_pos, pos_t new_pos) {
+    if constexpr (signals.has(evict::signal::remap))
+      moves_.push_back(
+          {static_cast<std::uint32_t>(from), static_cast<std::uint32_t>(to), old_pos, new_pos});
+  }
+  /// Fills the per-call signals of lane (sequence k of micro-batch u, head) for on_attention.
+  evict::attention_signals lane_signals(const planned& pl, std::size_t k, std::size_t layer,
+                                        std::size_t head, const lane& ln);
   void close_holes(seq_id s, std::size_t layer, std::size_t head);
   void evict_to_budget(const seq_step& ss, std::size_t layer, std::size_t head);
   void renumber(seq_id s, std::size_t layer, std::size_t head);
@@ -362,6 +428,23 @@ class bounded {
   std::vector<row_save> saves_;
   std::vector<std::uint8_t> save_bytes_;
   std::vector<pos_t> tx_pos_max_;
+  // the attention call in flight (observe_call)
+  struct call_info {
+    std::size_t layer = 0, u = 0;
+    attention::shape sh;
+    const float* q = nullptr;
+    bool known = false;
+  } call_;
+  // scratch of the signal export: per sequence of the micro-batch what it asked for
+  std::vector<std::size_t> want_, rows_of_seq_;
+  std::vector<evict::signal_set> sig_;
+  std::vector<std::uint32_t> row_of_;  // [n_tokens] row within its sequence's signals
+  std::vector<float> lse_all_;         // [lanes, n_tokens, query heads per lane]
+  std::vector<float> logits_;
+  std::vector<float*> logit_ptr_;  // [lanes_per_layer, n_seq of the micro-batch]
+  std::vector<float> lse_lane_, query_lane_;
+  std::vector<pos_t> row_pos_;
+  std::vector<evict::slot_move> moves_;
   // scratch
   std::vector<float> mass_;
   std::vector<float*> mass_ptr_;  // [lanes_per_layer, n_seq of the micro-batch]

@@ -37,44 +37,126 @@ void bounded<P, KE, VE>::views(std::size_t layer, std::size_t u, layer_views& ou
 
 template <class P, dtype::kv_element KE, dtype::kv_element VE>
 bool bounded<P, KE, VE>::stats_sink(std::size_t layer, std::size_t u, attention::mass_sink& sink) {
-  if constexpr (!P::uses_attention) {
+  using evict::signal;
+  if constexpr (!signals.per_call()) {
     (void)layer, (void)u, (void)sink;
     return false;
   } else {
     const planned& pl = plan_[u];
     const std::size_t n_seq = pl.seqs.size(), heads = cfg_.shape.n_head_kv / lh_;
-    std::size_t total = 0;
-    thread_local std::vector<std::size_t> want, seen;
-    want.assign(n_seq, 0);
-    mass_off_.assign(lh_ * n_seq, std::numeric_limits<std::size_t>::max());
+    const std::size_t n_tok = pl.token_seq.size();
+    // lse, logits and queries need the call's geometry (observe_call).
+    const bool known = call_.known && call_.layer == layer && call_.u == u;
+    want_.assign(n_seq, 0);
+    sig_.assign(n_seq, {});
+    evict::signal_set any;
     for (std::size_t k = 0; k < n_seq; ++k) {
-      want[k] = policy_.request(step(pl.seqs[k], layer, 0)).last_rows;
-      if (want[k] == 0) continue;
-      for (std::size_t h = 0; h < lh_; ++h) {  // [lanes, n_seq] buffers of [heads, top]
-        mass_off_[h * n_seq + k] = total;
-        total += heads * lane_of(pl.seqs[k].seq, layer, h).top;
-      }
+      const evict::stats_request req = policy_.request(step(pl.seqs[k], layer, 0));
+      evict::signal_set sg = req.signals & signals;
+      if (!known) sg = sg & signal::mass;
+      if (req.last_rows == 0 || sg.empty()) continue;
+      want_[k] = req.last_rows;
+      sig_[k] = sg;
+      any = any | sg;
     }
-    if (total == 0) return false;
-    mass_.assign(total, 0.0f);
-    mass_ptr_.assign(lh_ * n_seq, nullptr);
-    for (std::size_t i = 0; i < mass_ptr_.size(); ++i)
-      if (want[i % n_seq] != 0) mass_ptr_[i] = mass_.data() + mass_off_[i];
-    // Row flags: the last want[k] tokens of each sequence (micro-batch order).
-    rows_.assign(pl.token_seq.size(), 0);
-    seen.assign(n_seq, 0);
-    for (std::size_t j = pl.token_seq.size(); j-- > 0;) {
+    if (any.empty()) return false;
+    // Row flags: the last want_[k] tokens of each sequence (micro-batch order), and
+    // each flagged token's row within its sequence.
+    rows_.assign(n_tok, 0);
+    rows_of_seq_.assign(n_seq, 0);
+    for (std::size_t j = n_tok; j-- > 0;) {
       const std::uint32_t k = pl.token_seq[j];
-      if (seen[k] < want[k]) {
+      if (rows_of_seq_[k] < want_[k]) {
         rows_[j] = 1;
-        ++seen[k];
+        ++rows_of_seq_[k];
       }
     }
-    sink.mass = std::span<float* const>(mass_ptr_);
+    row_of_.assign(n_tok, 0);
+    std::fill(want_.begin(), want_.end(), 0);  // now: rows numbered so far
+    for (std::size_t j = 0; j < n_tok; ++j)
+      if (rows_[j]) row_of_[j] = static_cast<std::uint32_t>(want_[pl.token_seq[j]]++);
+    sink = {};
     sink.rows = rows_.data();
-    sink.lse = nullptr;
+    mass_ptr_.clear();
+    if (any.has(signal::mass)) {  // [lanes, n_seq] buffers of [heads, top]
+      std::size_t total = 0;
+      mass_off_.assign(lh_ * n_seq, 0);
+      for (std::size_t h = 0; h < lh_; ++h)
+        for (std::size_t k = 0; k < n_seq; ++k) {
+          mass_off_[h * n_seq + k] = total;
+          if (sig_[k].has(signal::mass)) total += heads * lane_of(pl.seqs[k].seq, layer, h).top;
+        }
+      mass_.assign(total, 0.0f);
+      mass_ptr_.assign(lh_ * n_seq, nullptr);
+      for (std::size_t i = 0; i < mass_ptr_.size(); ++i)
+        if (sig_[i % n_seq].has(signal::mass)) mass_ptr_[i] = mass_.data() + mass_off_[i];
+      sink.mass = std::span<float* const>(mass_ptr_);
+    }
+    if (any.has(signal::lse)) {
+      lse_all_.assign(n_tok * call_.sh.n_head, 0.0f);
+      sink.lse = lse_all_.data();
+    }
+    logit_ptr_.clear();
+    if (any.has(signal::logits)) {  // [lanes, n_seq] buffers of [rows, query heads, top]
+      const std::size_t qh = call_.sh.n_head / lh_;
+      std::size_t total = 0;
+      for (std::size_t h = 0; h < lh_; ++h)
+        for (std::size_t k = 0; k < n_seq; ++k)
+          if (sig_[k].has(signal::logits))
+            total += rows_of_seq_[k] * qh * lane_of(pl.seqs[k].seq, layer, h).top;
+      logits_.assign(total, -std::numeric_limits<float>::infinity());
+      logit_ptr_.assign(lh_ * n_seq, nullptr);
+      std::size_t off = 0;
+      for (std::size_t h = 0; h < lh_; ++h)
+        for (std::size_t k = 0; k < n_seq; ++k)
+          if (sig_[k].has(signal::logits)) {
+            logit_ptr_[h * n_seq + k] = logits_.data() + off;
+            off += rows_of_seq_[k] * qh * lane_of(pl.seqs[k].seq, layer, h).top;
+          }
+      sink.logits = std::span<float* const>(logit_ptr_);
+      sink.logit_row = row_of_.data();
+    }
     return true;
   }
+}
+
+template <class P, dtype::kv_element KE, dtype::kv_element VE>
+evict::attention_signals bounded<P, KE, VE>::lane_signals(const planned& pl, std::size_t k,
+                                                          std::size_t layer, std::size_t head,
+                                                          const lane& ln) {
+  using evict::signal;
+  const std::size_t n_seq = pl.seqs.size(), n_tok = pl.token_seq.size(), L = cfg_.shape.n_layer;
+  const evict::signal_set sg = sig_[k];
+  evict::attention_signals m;
+  m.stride = ln.top;
+  m.n_head_kv = cfg_.shape.n_head_kv / lh_;
+  m.rows = rows_of_seq_[k];
+  if (call_.known) {
+    m.group = call_.sh.group();
+    m.d_k = call_.sh.d_k;
+  }
+  const std::size_t qh = m.n_head_kv * m.group;  // the lane's query heads
+  row_pos_.clear();
+  lse_lane_.clear();
+  query_lane_.clear();
+  for (std::size_t j = 0; j < n_tok; ++j) {
+    if (pl.token_seq[j] != k || !rows_[j]) continue;
+    row_pos_.push_back(ln.pos[pl.slots[(j * L + layer) * lh_ + head]]);
+    if (sg.has(signal::lse)) {
+      const float* src = lse_all_.data() + (head * n_tok + j) * qh;
+      lse_lane_.insert(lse_lane_.end(), src, src + qh);
+    }
+    if (sg.has(signal::query)) {  // q: [n_tokens, n_head, d_k]; the lane's heads
+      const float* src = call_.q + (j * call_.sh.n_head + head * qh) * m.d_k;
+      query_lane_.insert(query_lane_.end(), src, src + qh * m.d_k);
+    }
+  }
+  m.row_pos = row_pos_.data();
+  if (sg.has(signal::mass)) m.mass = mass_ptr_[head * n_seq + k];
+  if (sg.has(signal::lse)) m.lse = lse_lane_.data();
+  if (sg.has(signal::logits)) m.logits = logit_ptr_[head * n_seq + k];
+  if (sg.has(signal::query)) m.query = query_lane_.data();
+  return m;
 }
 
 template <class P, dtype::kv_element KE, dtype::kv_element VE>
@@ -85,33 +167,28 @@ status bounded<P, KE, VE>::after_attention(std::size_t layer, std::size_t u, boo
   const std::size_t n_seq = pl.seqs.size();
   for (std::size_t k = 0; k < n_seq; ++k) {
     const seq_step& ss = pl.seqs[k];
-    [[maybe_unused]] std::size_t rows = 0;
-    if constexpr (P::uses_attention)
-      if (had_stats && mass_ptr_.size() == lh_ * n_seq)
-        for (std::size_t j = 0; j < pl.token_seq.size(); ++j)
-          rows += pl.token_seq[j] == k && rows_[j] != 0;
     for (std::size_t h = 0; h < lh_; ++h) {
       touch(ss.seq, layer, h);
-      if constexpr (P::uses_attention) {
-        if (rows != 0 && mass_ptr_[h * n_seq + k] != nullptr) {
+      if constexpr (signals.per_call()) {
+        if (had_stats && sig_.size() == n_seq && !sig_[k].empty() && rows_of_seq_[k] != 0) {
           lane& ln = mut_lane(ss.seq, layer, h);
-          const evict::attention_mass m{mass_ptr_[h * n_seq + k], ln.top,
-                                        cfg_.shape.n_head_kv / lh_, rows};
-          policy_.on_attention(step(ss, layer, h), view_of(ln), m);
+          policy_.on_attention(step(ss, layer, h), view_of(ln), lane_signals(pl, k, layer, h, ln));
         }
       }
       evict_to_budget(ss, layer, h);
     }
   }
+  call_.known = false;
   return {};
 }
 
 template <class P, dtype::kv_element KE, dtype::kv_element VE>
 void bounded<P, KE, VE>::evict_to_budget(const seq_step& ss, std::size_t layer, std::size_t head) {
   lane& ln = mut_lane(ss.seq, layer, head);
-  const std::size_t kept = cfg_.kept();
+  const std::size_t kept = cfg_.kept(layer, head);
   if (ln.live <= kept) return;
-  const std::size_t n_evict = ln.live - kept;
+  const std::size_t n_evict =
+      std::min(ln.live, ln.live - kept + evict::evict_chunk_of(policy_) - 1);
   const evict::step_info st = step(ss, layer, head);
   const evict::slot_view v = view_of(ln);
   // Order: unprotected before protected, lower score, older position, lower slot.
@@ -173,9 +250,11 @@ void bounded<P, KE, VE>::renumber(seq_id s, std::size_t layer, std::size_t head)
       save_row(s, layer, head, j);
       rotate_key(layer, s, j, head, delta);
     }
+    note_move(j, j, ln.pos[j], static_cast<pos_t>(r));
     ln.pos[j] = static_cast<pos_t>(r);
   }
   pos_max_[static_cast<std::size_t>(s)] = static_cast<pos_t>(cand_.size()) - 1;
+  report_moves(s, layer, head);
 }
 
 }  // namespace mnemo::memory

@@ -104,7 +104,7 @@ status bounded<P, KE, VE>::prepare(std::span<const ubatch_tokens> ubatches) {
                            "prepare: sequence %zu needs %zu slots in micro-batch %zu but holds %zu "
                            "of %zu (budget %zu + max_ubatch %zu); use smaller micro-batches or a "
                            "larger max_ubatch",
-                           s, n_of[s], u, occ[s], capacity(), cfg_.budget, cfg_.max_ubatch);
+                           s, n_of[s], u, occ[s], capacity(), cfg_.max_budget(), cfg_.max_ubatch);
       occ[s] = std::min(occ[s] + n_of[s], cfg_.kept());  // the call ends at the kept size
       pl.seqs.push_back({static_cast<seq_id>(s), n_of[s], -1, pl.seqs.size()});
     }
@@ -167,6 +167,7 @@ void bounded<P, KE, VE>::move_slot(seq_id s, std::size_t layer, std::size_t head
   lane& ln = mut_lane(s, layer, head);
   std::memcpy(k_part(layer, s, to, head), k_part(layer, s, from, head), k_part_bytes());
   std::memcpy(v_part(layer, s, to, head), v_part(layer, s, from, head), v_part_bytes());
+  note_move(from, to, ln.pos[from], ln.pos[from]);
   ln.pos[to] = ln.pos[from];
   for (std::size_t i = 0; i < state_floats; ++i)
     ln.state[to * state_floats + i] = ln.state[from * state_floats + i];
@@ -186,6 +187,7 @@ void bounded<P, KE, VE>::close_holes(seq_id s, std::size_t layer, std::size_t he
     --j;
   }
   recount(ln);
+  report_moves(s, layer, head);
 }
 
 // ---- sequence operations -----------------------------------------------------------
@@ -284,9 +286,11 @@ status bounded<P, KE, VE>::shift_positions(seq_id s, pos_t p0, pos_t p1, const c
         }
         if (q != p && cfg_.rope.layout != attention::rope_layout::none)
           rotate_key(l, s, j, h, q - p);
+        if (q != p) note_move(j, j, p, q);
         ln.pos[j] = q;
       }
       recount(ln);
+      report_moves(s, l, h);
     }
   pos_t& pm = pos_max_[static_cast<std::size_t>(s)];
   if (pm >= 0 && r.contains(pm)) pm = std::max<pos_t>(-1, new_pos(pm));
