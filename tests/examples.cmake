@@ -90,6 +90,18 @@ if(MNEMO_BUILD_EXAMPLES)
     set_tests_properties(examples.replay.llama-tiny.multi.split PROPERTIES LABELS examples)
   endif()
 
+  # Speculative decoding with rollback (token snapshots on the recurrent models): the
+  # example's self-check compares token ids and logits with plain greedy decoding.
+  foreach(model IN ITEMS llama-tiny mamba jamba)
+    if(EXISTS "${MNEMO_FIXTURES_DIR}/${model}.gguf")
+      add_test(NAME examples.speculative.${model}
+               COMMAND speculative "${MNEMO_FIXTURES_DIR}/${model}.gguf" --draft 4 -n 40
+                       --threads 1)
+      set_tests_properties(examples.speculative.${model} PROPERTIES LABELS examples
+                           PASS_REGULAR_EXPRESSION "self-check: speculative == greedy: PASS")
+    endif()
+  endforeach()
+
   # Bad arguments: a usage message and exit code 2 ("PROGRAM|ARGUMENTS"; MODEL is the
   # tiny model's path).
   foreach(bad IN ITEMS "batched_bench|MODEL -npl 0" "batched_bench|MODEL --kv q5_1"
@@ -97,7 +109,8 @@ if(MNEMO_BUILD_EXAMPLES)
                        "generate|MODEL -p x --tokens 1" "generate|MODEL -p x --system y"
                        "generate|MODEL --chat --chat-template nope" "demo|--clients 0"
                        "demo|MODEL"
-                       "custom_policy|0" "custom_policy|64 100" "custom_policy|64 16 row")
+                       "custom_policy|0" "custom_policy|64 100" "custom_policy|64 16 row"
+                       "speculative|" "speculative|MODEL --draft 0")
     string(REPLACE "|" ";" parts "${bad}")
     list(GET parts 0 prog)
     list(GET parts 1 args)
