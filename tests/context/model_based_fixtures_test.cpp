@@ -104,6 +104,7 @@ struct mamba_kind {
 };
 
 struct jamba_kind {
+  static constexpr int k_ops_share = 2;  // 1000 operations: the slowest model here
   using model_t = model::jamba_model;
   using memory_t = memory::layered<full_t, memory::recurrent>;
   using ref_memory_t = memory_t;

@@ -231,9 +231,10 @@ status mamba_mixer_forward(const mamba_mixer& w, const ssm_hparams& s, float rms
       (void)ssm::selective_scan<Isa>(a);
       return;
     }
-    // One token at a time, copying the state after each kept token (the scan is
-    // sequential over tokens, so the results equal one call over all of them).
+    // One token at a time on the loop order one call over all of them would take,
+    // copying the state after each kept token: the same floats as that call.
     const std::size_t n_tok = a.n_tokens;
+    const ssm::scan_path path = n_tok == 1 ? ssm::scan_path::step : ssm::scan_path::chunk;
     for (std::size_t t = 0; t < n_tok; ++t) {
       ssm::scan_args one = a;
       one.n_tokens = 1;
@@ -243,7 +244,7 @@ status mamba_mixer_forward(const mamba_mixer& w, const ssm_hparams& s, float rms
       one.C += t * a.ld_bc;
       one.z += t * a.ld_z;
       one.y += t * a.ld_y;
-      (void)ssm::selective_scan<Isa>(one);
+      (void)ssm::selective_scan<Isa>(one, path);
       if (snaps[k][t].ssm != nullptr)
         std::memcpy(snaps[k][t].ssm + c0 * S, a.state, nc * S * sizeof(float));
     }
