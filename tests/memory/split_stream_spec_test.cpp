@@ -319,7 +319,7 @@ TEST_F(SplitStream, StateFileIgnoresRowsOfARolledBackBatch) {
   decode_options o;
   o.n_ubatch = 2;
   o.fail_after = 1;
-  EXPECT_EQ(decode(c, {at(0, 5), at(0, 6), at(0, 7), at(0, 8)}, o), k_aborted);
+  EXPECT_EQ(decode(c, {at(0, 6), at(0, 7), at(0, 8), at(0, 9)}, o), k_aborted);
   const auto after = memory::state_write(c);
   ASSERT_TRUE(after.is_ok()) << after.error().to_string();
   const auto d = std::mismatch(before->begin(), before->end(), after->begin(), after->end());

@@ -18,6 +18,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -275,7 +276,8 @@ TYPED_TEST(RecurrentModel, TokenSnapshotsRollBackToAnyTokenOfTheLastMicroBatch) 
         ASSERT_TRUE(jump.seq_rm(s, p, -1).is_ok());
         ASSERT_TRUE(state_of(c, s) == state_of(jump, s))
             << "stepwise and direct rollbacks to " << p << " differ";
-        if (p == 6) {
+        // Jamba's attention part is not compared: its cells sit elsewhere in the cache.
+        if (p == 6 && std::is_same_v<TypeParam, mamba_kind>) {
           auto prompt = this->make_ctx(16);
           ASSERT_TRUE(decode_tokens(prompt, s, 0, all.first(6)).is_ok());
           ASSERT_TRUE(state_of(c, s) == state_of(prompt, s))
