@@ -276,7 +276,9 @@ TYPED_TEST(RecurrentModel, TokenSnapshotsRollBackToAnyTokenOfTheLastMicroBatch) 
         ASSERT_TRUE(jump.seq_rm(s, p, -1).is_ok());
         ASSERT_TRUE(state_of(c, s) == state_of(jump, s))
             << "stepwise and direct rollbacks to " << p << " differ";
-        // Jamba's attention part is not compared: its cells sit elsewhere in the cache.
+        // Mamba only: jamba's whole per-sequence file (attention part included) differs
+        // from a prompt-only context's here, not yet explained; its recurrent part is
+        // checked by the direct rollback above and the logits below.
         if (p == 6 && std::is_same_v<TypeParam, mamba_kind>) {
           auto prompt = this->make_ctx(16);
           ASSERT_TRUE(decode_tokens(prompt, s, 0, all.first(6)).is_ok());
