@@ -118,6 +118,18 @@ if(MNEMO_BUILD_EXAMPLES)
                          PASS_REGULAR_EXPRESSION "max \\|diff\\| [^ ]+ \\(tolerance 0.0001\\): PASS")
   endif()
 
+  # Speculative decoding with rollback (token snapshots on the recurrent models): the
+  # example's self-check compares token ids and logits with plain greedy decoding.
+  foreach(model IN ITEMS llama-tiny mamba jamba)
+    if(EXISTS "${MNEMO_FIXTURES_DIR}/${model}.gguf")
+      add_test(NAME examples.speculative.${model}
+               COMMAND speculative "${MNEMO_FIXTURES_DIR}/${model}.gguf" --draft 4 -n 40
+                       --threads 1)
+      set_tests_properties(examples.speculative.${model} PROPERTIES LABELS examples
+                           PASS_REGULAR_EXPRESSION "self-check: speculative == greedy: PASS")
+    endif()
+  endforeach()
+
   # Bad arguments: a usage message and exit code 2 ("PROGRAM|ARGUMENTS"; MODEL is the
   # tiny model's path).
   foreach(bad IN ITEMS "batched_bench|MODEL -npl 0" "batched_bench|MODEL --kv q5_1"
@@ -126,7 +138,7 @@ if(MNEMO_BUILD_EXAMPLES)
                        "generate|MODEL --chat --chat-template nope" "demo|--clients 0"
                        "demo|MODEL"
                        "custom_policy|0" "custom_policy|64 100" "custom_policy|64 16 row"
-                       "custom_memory|a b")
+                       "custom_memory|a b" "speculative|" "speculative|MODEL --draft 0")
     string(REPLACE "|" ";" parts "${bad}")
     list(GET parts 0 prog)
     list(GET parts 1 args)

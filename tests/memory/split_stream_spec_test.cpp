@@ -308,6 +308,25 @@ TEST_F(SplitStream, RollbackUndoesCopyOnWriteExactly) {
   EXPECT_EQ(c.blocks().shared, 1u);  // block 1: three copies made, the last holder kept it
 }
 
+TEST_F(SplitStream, StateFileIgnoresRowsOfARolledBackBatch) {
+  // A rolled-back batch leaves its rows in cells no stream holds; the whole state file
+  // must not carry them (found by the context's model-based test: an aborted decode
+  // changed the state bytes).
+  auto c = make_split(16, 2);
+  ASSERT_EQ(dec(c, 0, 0, 5), k_ok);
+  const auto before = memory::state_write(c);
+  ASSERT_TRUE(before.is_ok()) << before.error().to_string();
+  decode_options o;
+  o.n_ubatch = 2;
+  o.fail_after = 1;
+  EXPECT_EQ(decode(c, {at(0, 6), at(0, 7), at(0, 8), at(0, 9)}, o), k_aborted);
+  const auto after = memory::state_write(c);
+  ASSERT_TRUE(after.is_ok()) << after.error().to_string();
+  const auto d = std::mismatch(before->begin(), before->end(), after->begin(), after->end());
+  EXPECT_TRUE(d.first == before->end() && d.second == after->end())
+      << "state byte " << (d.first - before->begin()) << " differs";
+}
+
 TEST_F(SplitStream, ExhaustedPoolIsRefusedNamingTheSequence) {
   auto c = make_split(8, 2, 4, 3);  // 3 blocks for 2 streams of 2 blocks
   ASSERT_EQ(dec(c, 0, 0, 7), k_ok);

@@ -153,6 +153,18 @@ status mamba_mixer_forward(const mamba_mixer& w, const ssm_hparams& s, float rms
   const std::size_t n_slices = (DI + slice - 1) / slice;
   std::vector<memory::recurrent_layer_state> states(groups.size());
   for (std::size_t k = 0; k < groups.size(); ++k) states[k] = mem.layer_state(layer, u, k);
+  // Token snapshots (memory::recurrent_config::n_token_snapshots): where the state after
+  // token t of group k goes, [group][token], null when it is not kept.
+  std::vector<std::vector<memory::recurrent_layer_state>> snaps(groups.size());
+  if constexpr (requires { mem.token_snapshot(layer, u, std::size_t{0}, std::size_t{0}); })
+    for (std::size_t k = 0; k < groups.size(); ++k) {
+      bool any = false;
+      for (std::size_t t = 0; t < groups[k].n; ++t) {
+        snaps[k].push_back(mem.token_snapshot(layer, u, k, t));
+        any = any || snaps[k].back().ssm != nullptr;
+      }
+      if (!any) snaps[k].clear();
+    }
 
   mul_mat<Isa>(w.in, h, E, n, xz, 2 * DI, n_threads, mm);
   parallel_for(groups.size() * n_slices, n_threads, [&](std::size_t item, int) {
@@ -169,6 +181,17 @@ status mamba_mixer_forward(const mamba_mixer& w, const ssm_hparams& s, float rms
     c.state = states[k].conv + c0 * (K - 1);
     c.out = xc + f * DI + c0;
     c.ld_out = DI;
+    // A conv state is the last K - 1 inputs: the state after token t is read off the
+    // window (old state ++ x rows) before the kernel overwrites the old state.
+    for (std::size_t t = 0; t < snaps[k].size(); ++t) {
+      if (snaps[k][t].conv == nullptr) continue;
+      for (std::size_t ch = 0; ch < nc; ++ch)
+        for (std::size_t j = 0; j + 1 < K; ++j) {
+          const std::size_t i = t + 1 + j;  // window index
+          snaps[k][t].conv[(c0 + ch) * (K - 1) + j] =
+              i < K - 1 ? c.state[ch * (K - 1) + i] : c.x[(i - (K - 1)) * c.ld_x + ch];
+        }
+    }
     (void)ssm::causal_conv1d<Isa>(c);  // arguments are consistent by construction
   });
 
@@ -204,7 +227,27 @@ status mamba_mixer_forward(const mamba_mixer& w, const ssm_hparams& s, float rms
     a.state = states[k].ssm + c0 * S;
     a.y = y + f * DI + c0;
     a.ld_y = DI;
-    (void)ssm::selective_scan<Isa>(a);
+    if (snaps[k].empty()) {
+      (void)ssm::selective_scan<Isa>(a);
+      return;
+    }
+    // One token at a time on the loop order one call over all of them would take,
+    // copying the state after each kept token: the same floats as that call.
+    const std::size_t n_tok = a.n_tokens;
+    const ssm::scan_path path = n_tok == 1 ? ssm::scan_path::step : ssm::scan_path::chunk;
+    for (std::size_t t = 0; t < n_tok; ++t) {
+      ssm::scan_args one = a;
+      one.n_tokens = 1;
+      one.x += t * a.ld_x;
+      one.dt += t * a.ld_dt;
+      one.B += t * a.ld_bc;
+      one.C += t * a.ld_bc;
+      one.z += t * a.ld_z;
+      one.y += t * a.ld_y;
+      (void)ssm::selective_scan<Isa>(one, path);
+      if (snaps[k][t].ssm != nullptr)
+        std::memcpy(snaps[k][t].ssm + c0 * S, a.state, nc * S * sizeof(float));
+    }
   });
   mul_mat<Isa>(w.out, y, DI, n, out, E, n_threads, mm);
   return {};

@@ -343,6 +343,18 @@ class layered {
     return st;
   }
 
+  /// Where model layer l's state after token t of group k goes (recurrent.hpp), or nulls.
+  recurrent_layer_state token_snapshot(std::size_t l, std::size_t u, std::size_t k,
+                                       std::size_t t) noexcept {
+    recurrent_layer_state st{nullptr, nullptr};
+    const layer_route r = routes_[l];
+    visit(r.part, [&](auto& p) {
+      if constexpr (std::is_same_v<std::decay_t<decltype(p)>, recurrent>)
+        st = p.token_snapshot(r.local, u, k, t);
+    });
+    return st;
+  }
+
   /// The parts' reports, with model layer indices.
   memory_report report() const {
     memory_report r;

@@ -12,6 +12,9 @@
 // (its position = the last absorbed token); commit() moves them into a bounded ring
 // per sequence (count and total byte budget); checkpoint(s) records one on demand.
 // seq_rm(s, p, -1) restores the checkpoint at position p - 1.
+// Token snapshots (n_token_snapshots > 0): the model also stores the state after each
+// of the last n tokens of a sequence's latest micro-batch, so seq_rm(s, p, -1) can roll
+// back to any of them (speculative decoding verifies a draft in one micro-batch).
 #pragma once
 
 #include <algorithm>
@@ -38,6 +41,9 @@ struct recurrent_config {
   seq_id n_seq_max = 1;              // one slot per sequence id in [0, n_seq_max)
   std::size_t n_checkpoints = 0;     // per sequence; 0: suffix removal is refused
   std::size_t checkpoint_bytes = 0;  // budget over every sequence; 0: unlimited
+  /// Per sequence: the states after each of the last n tokens of its latest micro-batch
+  /// (and the state before it), n_seq_max * n states at most. 0: none kept.
+  std::size_t n_token_snapshots = 0;
 };
 
 /// One layer's state of one sequence: conv [d_inner, d_conv - 1], ssm [d_inner, d_state].
@@ -66,6 +72,9 @@ class recurrent {
     MNEMO_ASSIGN_OR_RETURN(r.data_, aligned_buffer<float>::make(r.slot_floats_ * cfg.n_seq_max));
     r.pos_.assign(static_cast<std::size_t>(cfg.n_seq_max), -1);
     r.rings_.resize(static_cast<std::size_t>(cfg.n_seq_max));
+    r.snaps_.resize(static_cast<std::size_t>(cfg.n_seq_max));
+    r.pending_snaps_.resize(static_cast<std::size_t>(cfg.n_seq_max));
+    r.pending_has_.assign(static_cast<std::size_t>(cfg.n_seq_max), 0);
     return r;
   }
 
@@ -97,6 +106,28 @@ class recurrent {
   /// for those tokens after apply(u)).
   recurrent_layer_state layer_state(std::size_t l, std::size_t u, std::size_t k) noexcept {
     return layer_state(l, plan_[u][k].seq);
+  }
+
+  /// Where the model stores the state after token t of group k of applied micro-batch u
+  /// (layer l): {nullptr, nullptr} when that token's state is not kept.
+  recurrent_layer_state token_snapshot(std::size_t l, std::size_t u, std::size_t k,
+                                       std::size_t t) noexcept {
+    const group& g = plan_[u][k];
+    token_snaps& ts = pending_snaps_[idx(g.seq)];
+    if (!pending_has_[idx(g.seq)] || t + 1 >= g.n) return {nullptr, nullptr};
+    const pos_t p = ts.first + static_cast<pos_t>(ts.count) - static_cast<pos_t>(g.n - 1 - t);
+    if (p < ts.first) return {nullptr, nullptr};
+    float* at = ts.data.data() + static_cast<std::size_t>(p - ts.first) * slot_floats_ +
+                l * (cfg_.conv_floats + cfg_.ssm_floats);
+    return {at, at + cfg_.conv_floats};
+  }
+  /// Positions of s's token snapshots: seq_rm(s, p + 1, -1) restores any of them.
+  std::vector<pos_t> token_snapshots(seq_id s) const {
+    std::vector<pos_t> out;
+    if (valid(s))
+      for (std::size_t i = 0; i < snaps_[idx(s)].count; ++i)
+        out.push_back(snaps_[idx(s)].first + static_cast<pos_t>(i));
+    return out;
   }
 
   /// Positions at which seq_rm(s, p + 1, -1) can restore s, oldest first.
@@ -134,10 +165,10 @@ class recurrent {
 
   void clear(bool data) {
     std::fill(pos_.begin(), pos_.end(), -1);
-    for (seq_id s = 0; s < cfg_.n_seq_max; ++s)
-      while (!rings_[idx(s)].empty()) release(rings_[idx(s)], 0);
+    for (seq_id s = 0; s < cfg_.n_seq_max; ++s) drop(s);
     plan_.clear();
     pending_.clear();
+    std::fill(pending_has_.begin(), pending_has_.end(), 0);
     if (data) std::fill(data_.begin(), data_.end(), 0.0f);
   }
 
@@ -211,6 +242,7 @@ class recurrent {
       pending_.push_back({g.seq, pos_[idx(g.seq)], take_buffer()});
       std::memcpy(pending_.back().data.data(), slot_ptr(g.seq), state_bytes());
       if (pos_[idx(g.seq)] < 0) std::fill_n(slot_ptr(g.seq), slot_floats_, 0.0f);
+      plan_snapshots(g, pos_[idx(g.seq)]);
       pos_[idx(g.seq)] = ub.pos[g.first + g.n - 1];
     }
     applied_[u] = 1;
@@ -227,6 +259,11 @@ class recurrent {
         free_.push_back(std::move(c.data));
     pending_.clear();
     plan_.clear();
+    for (std::size_t s = 0; s < snaps_.size(); ++s)
+      if (pending_has_[s]) {
+        std::swap(snaps_[s], pending_snaps_[s]);
+        pending_has_[s] = 0;
+      }
   }
 
   /// Undoes every apply() since prepare(): states (byte for byte) and positions.
@@ -238,6 +275,7 @@ class recurrent {
     }
     pending_.clear();
     plan_.clear();
+    std::fill(pending_has_.begin(), pending_has_.end(), 0);
   }
 
   /// Records s's current state as a checkpoint (e.g. after a prompt, before drafting).
@@ -260,7 +298,7 @@ class recurrent {
     for (std::size_t l = 0; l < cfg_.n_layer; ++l)
       r.layers.push_back(
           {l, "recurrent", "f32", "f32", cfg_.conv_floats * 4 * n, cfg_.ssm_floats * 4 * n});
-    r.total_bytes = state_bytes() * n + checkpoint_bytes_;
+    r.total_bytes = state_bytes() * n + checkpoint_bytes_ + token_snapshot_bytes();
     r.cells = n;
     for (seq_id s = 0; s < cfg_.n_seq_max; ++s)
       if (pos_[idx(s)] >= 0) {
@@ -273,6 +311,13 @@ class recurrent {
   bool in_batch() const noexcept { return !plan_.empty() || !pending_.empty(); }
   /// Bytes the checkpoints hold now.
   std::size_t checkpoint_bytes() const noexcept { return checkpoint_bytes_; }
+  /// Bytes the token snapshot buffers hold now (kept and being written).
+  std::size_t token_snapshot_bytes() const noexcept {
+    std::size_t n = 0;
+    for (std::size_t s = 0; s < snaps_.size(); ++s)
+      n += (snaps_[s].data.capacity() + pending_snaps_[s].data.capacity()) * sizeof(float);
+    return n;
+  }
 
   /// For state_read: every check done by the caller; sets s's state and position.
   void restore(seq_id s, pos_t pos, const void* bytes) {
@@ -290,6 +335,12 @@ class recurrent {
   struct ckpt {
     pos_t pos;
     std::uint64_t stamp;
+    std::vector<float> data;
+  };
+  /// States at positions first .. first + count - 1: [count][slot_floats].
+  struct token_snaps {
+    pos_t first = 0;
+    std::size_t count = 0;
     std::vector<float> data;
   };
 
@@ -310,10 +361,36 @@ class recurrent {
     ring.erase(ring.begin() + static_cast<std::ptrdiff_t>(i));
   }
 
-  /// Empties s: position -1, no checkpoints (its bytes are zeroed when it restarts).
+  /// Empties s: position -1, no checkpoints or snapshots (its bytes are zeroed when it
+  /// restarts).
   void drop(seq_id s) {
     pos_[idx(s)] = -1;
     while (!rings_[idx(s)].empty()) release(rings_[idx(s)], 0);
+    snaps_[idx(s)].count = 0;
+  }
+
+  /// Group g (of a sequence at position `pre` before it) keeps the states at positions
+  /// max(pre, last - n_token_snapshots) .. last - 1, last being its final position; the
+  /// state at `pre` is the current one, the model writes the others (token_snapshot).
+  void plan_snapshots(const group& g, pos_t pre) {
+    const pos_t last = pre + static_cast<pos_t>(g.n);
+    const pos_t lo = std::max<pos_t>(
+        {pre, last - static_cast<pos_t>(std::min<std::size_t>(cfg_.n_token_snapshots, g.n)), 0});
+    token_snaps& ts = pending_snaps_[idx(g.seq)];
+    pending_has_[idx(g.seq)] = 1;
+    ts.first = lo;
+    ts.count = cfg_.n_token_snapshots == 0 ? 0 : static_cast<std::size_t>(last - lo);
+    ts.data.resize(ts.count * slot_floats_);
+    if (ts.count > 0 && lo == pre) std::memcpy(ts.data.data(), slot_ptr(g.seq), state_bytes());
+  }
+
+  /// s's state saved at position p (a checkpoint or a token snapshot), or null.
+  const float* saved_at(seq_id s, pos_t p) const noexcept {
+    if (const ckpt* c = checkpoint_at(s, p)) return c->data.data();
+    const token_snaps& ts = snaps_[idx(s)];
+    if (p >= ts.first && p < ts.first + static_cast<pos_t>(ts.count))
+      return ts.data.data() + static_cast<std::size_t>(p - ts.first) * slot_floats_;
+    return nullptr;
   }
 
   void push_checkpoint(seq_id s, pos_t pos, const float* src) {
@@ -372,7 +449,10 @@ class recurrent {
   std::vector<std::vector<group>> plan_;
   std::vector<std::uint8_t> applied_;
   std::vector<saved> pending_;
-  std::vector<std::vector<float>> free_;  // reusable state buffers
+  std::vector<std::vector<float>> free_;    // reusable state buffers
+  std::vector<token_snaps> snaps_;          // [n_seq_max] of the latest committed batch
+  std::vector<token_snaps> pending_snaps_;  // [n_seq_max] being written by this batch
+  std::vector<std::uint8_t> pending_has_;   // [n_seq_max] pending_snaps_ replace snaps_
 };
 
 }  // namespace mnemo::memory

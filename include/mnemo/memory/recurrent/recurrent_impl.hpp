@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <limits>
 
@@ -35,13 +36,19 @@ inline status recurrent::check_seq_rm(seq_id s, pos_t p0, pos_t p1) const {
                        "seq_rm: sequence %d: [%d, %d) leaves its last position %d; a "
                        "recurrent state cannot forget a prefix or middle of its history",
                        s, r.p0, r.p1, P);
-  // A suffix [p0, P]: the checkpoint taken after token p0 - 1 must exist.
-  if (checkpoint_at(s, r.p0 - 1) != nullptr) return {};
+  // A suffix [p0, P]: the state after token p0 - 1 must be kept (checkpoint or snapshot).
+  if (saved_at(s, r.p0 - 1) != nullptr) return {};
   const auto& ring = rings_[idx(s)];
+  const token_snaps& ts = snaps_[idx(s)];
+  char snaps[96] = "";
+  if (ts.count > 0)
+    std::snprintf(snaps, sizeof snaps, "; token snapshots at positions %d .. %d", ts.first,
+                  ts.first + static_cast<pos_t>(ts.count) - 1);
   return make_status(
-      status_code::unsupported, "seq_rm: sequence %d cannot roll back to position %d: %s", s,
+      status_code::unsupported, "seq_rm: sequence %d cannot roll back to position %d: %s%s", s,
       r.p0 - 1,
-      ring.empty() ? "it has no checkpoint" : restorable(ring, "checkpoints are at").c_str());
+      ring.empty() ? "it has no checkpoint" : restorable(ring, "checkpoints are at").c_str(),
+      snaps);
 }
 
 inline status recurrent::check_seq_cp(seq_id src, seq_id dst, pos_t p0, pos_t p1) const {
@@ -56,7 +63,7 @@ inline status recurrent::check_seq_cp(seq_id src, seq_id dst, pos_t p0, pos_t p1
                        "seq_cp: a recurrent state holds [0, %d] of sequence %d; it cannot be "
                        "copied from position %d",
                        P, src, r.p0);
-  if (r.p1 <= P && checkpoint_at(src, r.p1 - 1) == nullptr)
+  if (r.p1 <= P && saved_at(src, r.p1 - 1) == nullptr)
     return make_status(status_code::unsupported,
                        "seq_cp: sequence %d is at position %d and has no checkpoint at %d (%s)",
                        src, P, r.p1 - 1, restorable(rings_[idx(src)], "checkpoints").c_str());
@@ -109,15 +116,15 @@ inline status recurrent::seq_rm(seq_id s, pos_t p0, pos_t p1) {
     drop(s);
     return {};
   }
-  // A suffix [p0, P]: restore the checkpoint taken after token p0 - 1 (checked above).
+  // A suffix [p0, P]: restore the state after token p0 - 1 (checked above). Checkpoints
+  // and snapshots before it stay: they are states of the same history.
+  const pos_t q = r.p0 - 1;
+  std::memcpy(slot_ptr(s), saved_at(s, q), state_bytes());
+  pos_[idx(s)] = q;
   auto& ring = rings_[idx(s)];
-  for (std::size_t i = 0; i < ring.size(); ++i)
-    if (ring[i].pos == r.p0 - 1) {
-      std::memcpy(slot_ptr(s), ring[i].data.data(), state_bytes());
-      pos_[idx(s)] = ring[i].pos;
-      for (std::size_t j = ring.size(); j-- > i + 1;) release(ring, j);
-      break;
-    }
+  while (!ring.empty() && ring.back().pos > q) release(ring, ring.size() - 1);
+  token_snaps& ts = snaps_[idx(s)];
+  ts.count = q < ts.first ? 0 : std::min(ts.count, static_cast<std::size_t>(q - ts.first));
   return {};
 }
 
@@ -133,9 +140,8 @@ inline status recurrent::seq_cp(seq_id src, seq_id dst, pos_t p0, pos_t p1) {
   const float* from = slot_ptr(src);
   pos_t at = P;
   if (r.p1 <= P) {
-    const ckpt* c = checkpoint_at(src, r.p1 - 1);
-    from = c->data.data();
-    at = c->pos;
+    at = r.p1 - 1;
+    from = saved_at(src, at);
   }
   drop(dst);
   std::memcpy(slot_ptr(dst), from, state_bytes());
@@ -169,6 +175,16 @@ void recurrent::shift(seq_id s, pos_t p0, pos_t p1, NewPos new_pos) {
   const pos_range r = pos_range::of(p0, p1);
   pos_t& P = pos_[idx(s)];
   if (P < 0 || !r.contains(P)) return;
+  // Token snapshots move with P when the range covers all of them and keeps their
+  // spacing (seq_add); else they are dropped.
+  token_snaps& ts = snaps_[idx(s)];
+  const pos_t last = ts.first + static_cast<pos_t>(ts.count) - 1;
+  const std::int64_t moved = new_pos(ts.first);
+  if (ts.count > 0 && r.contains(ts.first) && r.contains(last) && moved >= 0 &&
+      new_pos(last) - moved == last - ts.first && new_pos(P) - new_pos(last) == P - last)
+    ts.first = static_cast<pos_t>(moved);
+  else
+    ts.count = 0;
   P = static_cast<pos_t>(new_pos(P));
   for (auto& c : rings_[idx(s)])  // checkpoints keep their distance to P
     if (r.contains(c.pos)) c.pos = static_cast<pos_t>(std::max<std::int64_t>(-1, new_pos(c.pos)));

@@ -48,7 +48,7 @@ struct split_stream_config {
   std::size_t size_per_stream = 0;  // cells per stream (n_ctx_seq)
   seq_id n_seq_max = 1;             // streams; sequence ids live in [0, n_seq_max)
   std::size_t block_cells = 256;    // cells per block, the copy-on-write unit
-  std::size_t pool_blocks = 0;      // 0: n_seq_max * blocks_per_stream(), never short
+  std::size_t pool_blocks = 0;      // 0: n_seq_max * blocks_per_stream() (docs/split-stream.md)
   attention::rope_config rope;      // how cached keys were rotated (for K-shift)
   bool shift_supported = true;      // false for M-RoPE-like models
   /// Per layer, the window its attention masks by (empty: none; a mask only, as in

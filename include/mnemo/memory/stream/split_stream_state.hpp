@@ -11,6 +11,8 @@
 //   u32 cell_count, i32 pos x cell_count, per layer: K rows [cell_count], V rows [cell_count]
 #pragma once
 
+#include <algorithm>
+#include <cstdint>
 #include <vector>
 
 #include "mnemo/memory/state_format.hpp"
@@ -60,11 +62,30 @@ void write_whole(const split_stream<KE, VE>& c, state_builder& b) {
         w.put(st.cells.pos(i));
       }
   }
+  // Rows of cells no stream holds are written as zeros: a rolled-back batch or a removal
+  // leaves stale rows there, and a file should depend on what the memory holds alone.
+  std::vector<std::uint8_t> live(order.size() * cfg.block_cells, 0);  // [file block, cell]
+  for (seq_id q = 0; q < cfg.n_seq_max; ++q) {
+    const auto& st = c.stream_of(q);
+    for (std::size_t i = 0; i < st.cells.size(); ++i) {
+      const block_id blk = st.blocks[i / cfg.block_cells];
+      if (!st.cells.empty(i) && blk >= 0)
+        live[static_cast<std::size_t>(file_id[static_cast<std::size_t>(blk)]) * cfg.block_cells +
+             i % cfg.block_cells] = 1;
+    }
+  }
+  const std::vector<std::uint8_t> zeros(std::max(kv.k_row_bytes(), kv.v_row_bytes()), 0);
+  auto put_rows = [&](auto row_of, std::size_t row_bytes) {
+    for (std::size_t f = 0; f < order.size(); ++f)
+      for (std::size_t j = 0; j < cfg.block_cells; ++j)
+        w.put_bytes(live[f * cfg.block_cells + j]
+                        ? static_cast<const void*>(row_of(pool.cell(order[f], j)))
+                        : static_cast<const void*>(zeros.data()),
+                    row_bytes);
+  };
   for (std::size_t l = 0; l < cfg.shape.n_layer; ++l) {
-    for (block_id blk : order)
-      w.put_bytes(kv.k(l, pool.cell(blk, 0)), cfg.block_cells * kv.k_row_bytes());
-    for (block_id blk : order)
-      w.put_bytes(kv.v(l, pool.cell(blk, 0)), cfg.block_cells * kv.v_row_bytes());
+    put_rows([&](std::size_t cell) { return kv.k(l, cell); }, kv.k_row_bytes());
+    put_rows([&](std::size_t cell) { return kv.v(l, cell); }, kv.v_row_bytes());
   }
 }
 
