@@ -1,0 +1,33 @@
+# The HTTP server (examples/server.cpp, target mnemo-server) and its tests need
+# cpp-httplib and nlohmann-json (Debian: libcpp-httplib-dev, nlohmann-json3-dev). The
+# library under include/mnemo/serve/ needs neither, except serve/openai_json.hpp
+# (nlohmann-json). Sets MNEMO_HAVE_SERVE_DEPS and the targets mnemo_httplib and
+# nlohmann_json::nlohmann_json.
+include_guard(GLOBAL)
+
+set(MNEMO_HAVE_SERVE_DEPS OFF)
+find_package(nlohmann_json 3 QUIET)
+# Upstream cpp-httplib installs httplibConfig.cmake; Debian's package has only a
+# pkg-config file (a compiled libcpp-httplib with TLS and compression).
+find_package(httplib CONFIG QUIET)
+if(TARGET httplib::httplib)
+  add_library(mnemo_httplib INTERFACE)
+  target_link_libraries(mnemo_httplib INTERFACE httplib::httplib)
+else()
+  find_package(PkgConfig QUIET)
+  if(PkgConfig_FOUND)
+    pkg_check_modules(MNEMO_CPP_HTTPLIB QUIET IMPORTED_TARGET cpp-httplib)
+    if(MNEMO_CPP_HTTPLIB_FOUND)
+      add_library(mnemo_httplib INTERFACE)
+      target_link_libraries(mnemo_httplib INTERFACE PkgConfig::MNEMO_CPP_HTTPLIB)
+    endif()
+  endif()
+endif()
+find_package(Threads REQUIRED)
+
+if(nlohmann_json_FOUND AND TARGET mnemo_httplib AND TARGET mnemo_c)
+  set(MNEMO_HAVE_SERVE_DEPS ON)
+else()
+  message(STATUS "mnemo: mnemo-server and its tests are not built: they need cpp-httplib "
+                 "and nlohmann-json (tools/setup-deps.sh) and MNEMO_BUILD_C_API")
+endif()
