@@ -3,20 +3,19 @@
 # library under include/mnemo/serve/ needs neither, except serve/openai_json.hpp
 # (nlohmann-json). Sets MNEMO_HAVE_SERVE_DEPS and the targets mnemo_httplib and
 # nlohmann_json::nlohmann_json.
-include_guard(GLOBAL)
-
 set(MNEMO_HAVE_SERVE_DEPS OFF)
 find_package(nlohmann_json 3 QUIET)
 # Upstream cpp-httplib installs httplibConfig.cmake; Debian's package has only a
 # pkg-config file (a compiled libcpp-httplib with TLS and compression).
 find_package(httplib CONFIG QUIET)
-if(TARGET httplib::httplib)
+if(TARGET mnemo_httplib)
+elseif(TARGET httplib::httplib)
   add_library(mnemo_httplib INTERFACE)
   target_link_libraries(mnemo_httplib INTERFACE httplib::httplib)
 else()
   find_package(PkgConfig QUIET)
   if(PkgConfig_FOUND)
-    pkg_check_modules(MNEMO_CPP_HTTPLIB QUIET IMPORTED_TARGET cpp-httplib)
+    pkg_check_modules(MNEMO_CPP_HTTPLIB QUIET IMPORTED_TARGET GLOBAL cpp-httplib)
     if(MNEMO_CPP_HTTPLIB_FOUND)
       add_library(mnemo_httplib INTERFACE)
       target_link_libraries(mnemo_httplib INTERFACE PkgConfig::MNEMO_CPP_HTTPLIB)
@@ -27,7 +26,8 @@ find_package(Threads REQUIRED)
 
 if(nlohmann_json_FOUND AND TARGET mnemo_httplib AND TARGET mnemo_c)
   set(MNEMO_HAVE_SERVE_DEPS ON)
-else()
+elseif(NOT MNEMO_SERVE_DEPS_REPORTED)
+  set(MNEMO_SERVE_DEPS_REPORTED ON CACHE INTERNAL "")
   message(STATUS "mnemo: mnemo-server and its tests are not built: they need cpp-httplib "
                  "and nlohmann-json (tools/setup-deps.sh) and MNEMO_BUILD_C_API")
 endif()

@@ -236,6 +236,7 @@ inline std::optional<api_error> common_fields(const json& o, const parse_limits&
     float v = 0.0f;
     if (auto e = number(o, f, 0.0, 0.0, v)) return e;
   }
+  if (auto e = boolean(o, "ignore_eos", p.ignore_eos)) return e;  // llama-server's extension
   if (auto it = o.find("user"); it != o.end() && !it->is_null() && !it->is_string())
     return wrong_type("user", "a string");
   return std::nullopt;
@@ -249,7 +250,7 @@ inline parsed<completion_body> parse_completion(std::string_view body, const par
   if (auto e = detail::only_known(
           o, {"model", "prompt", "max_tokens", "max_completion_tokens", "temperature", "top_p",
               "top_k", "seed", "stop", "stream", "stream_options", "n", "presence_penalty",
-              "frequency_penalty", "user"}))
+              "frequency_penalty", "user", "ignore_eos"}))
     return {std::nullopt, *e};
   completion_body c;
   if (auto e = detail::common_fields(o, lim, c.model, c.params, c.stream, c.include_usage))
@@ -287,7 +288,7 @@ inline parsed<chat_body> parse_chat(std::string_view body, const parse_limits& l
   if (auto e = detail::only_known(
           o, {"model", "messages", "max_tokens", "max_completion_tokens", "temperature", "top_p",
               "top_k", "seed", "stop", "stream", "stream_options", "n", "presence_penalty",
-              "frequency_penalty", "user"}))
+              "frequency_penalty", "user", "ignore_eos"}))
     return {std::nullopt, *e};
   chat_body c;
   if (auto e = detail::common_fields(o, lim, c.model, c.params, c.stream, c.include_usage))
