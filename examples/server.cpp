@@ -268,7 +268,9 @@ void serve_generation(server_state& st, api_kind kind, const httplib::Request& r
     res.set_chunked_content_provider("text/event-stream", provider,
                                      [cancelled](bool) { cancelled->store(true); });
   } else {
-    res.set_chunked_content_provider("application/json", provider,
+    // "application/json; charset=utf-8", not "application/json": httplib compresses the
+    // latter, and a compressor would hold back the whitespace that detects a hang-up.
+    res.set_chunked_content_provider("application/json; charset=utf-8", provider,
                                      [cancelled](bool) { cancelled->store(true); });
   }
 }

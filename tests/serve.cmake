@@ -28,3 +28,25 @@ target_link_libraries(test_serve_openai_json PRIVATE mnemo::mnemo nlohmann_json:
                                                      GTest::gtest GTest::gtest_main)
 mnemo_strict(test_serve_openai_json)
 gtest_discover_tests(test_serve_openai_json DISCOVERY_TIMEOUT 60 PROPERTIES LABELS serve)
+
+if(MNEMO_BUILD_EXAMPLES)  # mnemo-server is defined in examples/, later
+  add_executable(test_serve_http ${CMAKE_CURRENT_LIST_DIR}/serve/http_test.cpp)
+  target_link_libraries(test_serve_http PRIVATE mnemo_httplib nlohmann_json::nlohmann_json
+                                                GTest::gtest GTest::gtest_main Threads::Threads)
+  target_compile_definitions(test_serve_http PRIVATE MNEMO_FIXTURES_DIR="${MNEMO_FIXTURES_DIR}"
+                                                     MNEMO_SERVER_BIN="$<TARGET_FILE:mnemo-server>")
+  add_dependencies(test_serve_http mnemo-server)
+  mnemo_strict(test_serve_http)
+  # One process: the suite shares one server.
+  add_test(NAME serve.http COMMAND test_serve_http)
+  set_tests_properties(serve.http PROPERTIES LABELS serve TIMEOUT 120)
+endif()
+
+find_package(Python3 COMPONENTS Interpreter)
+if(MNEMO_BUILD_EXAMPLES AND Python3_Interpreter_FOUND
+   AND EXISTS "${MNEMO_FIXTURES_DIR}/llama-tiny.gguf")
+  add_test(NAME serve.python_client
+           COMMAND Python3::Interpreter "${CMAKE_CURRENT_LIST_DIR}/serve/http_client.py"
+                   "$<TARGET_FILE:mnemo-server>" "${MNEMO_FIXTURES_DIR}/llama-tiny.gguf")
+  set_tests_properties(serve.python_client PROPERTIES LABELS serve TIMEOUT 120)
+endif()

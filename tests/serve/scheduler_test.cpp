@@ -276,11 +276,13 @@ TEST(Scheduler, RefusesAFullQueueAndATooLongPromptAndKeepsServing) {
   EXPECT_EQ(st.code(), status_code::out_of_range);
   auto a = submit(*s.sched, random_tokens(4, 42, nv), 3);
   auto b = submit(*s.sched, random_tokens(4, 43, nv), 3);
-  submit(*s.sched, random_tokens(4, 44, nv), 3, &st);
+  auto c = submit(*s.sched, random_tokens(4, 44, nv), 3);  // the free slot's turn
+  submit(*s.sched, random_tokens(4, 45, nv), 3, &st);
   EXPECT_EQ(st.code(), status_code::no_space) << st.to_string();
-  run_until_done(*s.sched, *b);
+  run_until_done(*s.sched, *c);
   EXPECT_EQ(a->why, finish_reason::length);
   EXPECT_EQ(b->why, finish_reason::length);
+  EXPECT_EQ(c->why, finish_reason::length);
   EXPECT_EQ(s.sched->metrics().requests_rejected.load(), 5u);
 }
 

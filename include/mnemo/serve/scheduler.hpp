@@ -84,7 +84,8 @@ class scheduler {
     }
     {
       std::lock_guard lock(mu_);
-      if (queue_.size() >= o_.queue_max) {
+      // Free slots count as room: a request waits until the next step takes it.
+      if (queue_.size() >= o_.queue_max + free_slots_) {
         m_.requests_rejected.fetch_add(1, std::memory_order_relaxed);
         return make_status(status_code::no_space, "the queue is full (%zu requests waiting)",
                            queue_.size());
@@ -195,6 +196,7 @@ class scheduler {
   scheduler(engine& e, const scheduler_options& o) : e_(&e), o_(o), index_(o.block_tokens) {
     slots_.resize(static_cast<std::size_t>(o.n_slots));
     for (seq_id i = 0; i < o.n_slots; ++i) slots_[static_cast<std::size_t>(i)].id = i;
+    free_slots_ = slots_.size();
     m_.slots_total.store(static_cast<std::uint64_t>(o.n_slots), std::memory_order_relaxed);
     publish();
   }
@@ -228,7 +230,9 @@ class scheduler {
         while (!queue_.empty() && !r) {
           r = std::move(queue_.front());
           queue_.pop_front();
+          --free_slots_;
           if (r->cancelled->load(std::memory_order_relaxed)) {
+            ++free_slots_;
             r->sink->on_done(finish_reason::cancelled, {r->prompt.size(), 0, 0}, {});
             m_.requests_cancelled.fetch_add(1, std::memory_order_relaxed);
             r.reset();
@@ -361,6 +365,10 @@ class scheduler {
     (void)e_->seq_rm(s.id, -1, -1);
     index_.erase(s.id);
     s.busy = false;
+    {
+      std::lock_guard lock(mu_);
+      ++free_slots_;
+    }
     s.req = {};
     s.tokens.clear();
   }
@@ -433,6 +441,7 @@ class scheduler {
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<request> queue_;
+  std::size_t free_slots_ = 0;  // slots without a request, under mu_
   bool woken_ = false;
 };
 

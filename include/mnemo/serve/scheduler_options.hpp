@@ -17,7 +17,7 @@ struct scheduler_options {
   seq_id n_cached = 4;              // spare sequences for finished prefixes; 0: no cache
   std::uint32_t n_ctx_slot = 2048;  // most tokens of one request, prompt and reply
   std::uint32_t step_tokens = 256;  // tokens per decode step (generation first, then prompts)
-  std::size_t queue_max = 64;       // waiting requests; more are refused (HTTP 503)
+  std::size_t queue_max = 64;       // waiting beyond the free slots; more are refused (503)
   std::uint32_t block_tokens = 16;  // the prefix index's block
   /// Tokens the finished prefixes may hold together (their bounded share); least
   /// recently used ones go first. 0: n_cached * n_ctx_slot.
