@@ -66,7 +66,7 @@ def main():
     ap.add_argument("--url", default="http://127.0.0.1:8080")
     ap.add_argument("--clients", type=int, default=16)
     ap.add_argument("--seconds", type=float, default=60)
-    ap.add_argument("--system-tokens", type=int, default=1000, help="about, in words")
+    ap.add_argument("--system-tokens", type=int, default=1000, help="about")
     ap.add_argument("--question-tokens", type=int, default=20)
     ap.add_argument("--max-tokens", type=int, default=64)
     ap.add_argument("--unique-system", action="store_true",
@@ -77,7 +77,19 @@ def main():
     headers = {"Content-Type": "application/json"}
     if args.api_key:
         headers["Authorization"] = "Bearer " + args.api_key
-    shared = words(args.system_tokens, random.Random(0))
+    # Words per token differ between vocabularies: size the prompt with the server's
+    # tokenizer when it has /tokenize (mnemo-server and llama-server both do).
+    n_words = args.system_tokens
+    try:
+        sample = words(200, random.Random(7))
+        req = urllib.request.Request(args.url + "/tokenize",
+                                     data=json.dumps({"content": sample}).encode(),
+                                     headers=headers)
+        with OPENER.open(req, timeout=10) as r:
+            n_words = max(1, int(args.system_tokens * 200 / len(json.loads(r.read())["tokens"])))
+    except (urllib.error.URLError, KeyError, ValueError, ZeroDivisionError):
+        pass
+    shared = words(n_words, random.Random(0))
     before = metrics(args.url)
     ttfts, tokens, failures, requests = [], [0], [0], [0]
     lock = threading.Lock()
@@ -86,7 +98,7 @@ def main():
     def client(i):
         rng = random.Random(1000 + i)
         while time.perf_counter() < deadline:
-            system = words(args.system_tokens, rng) if args.unique_system else shared
+            system = words(n_words, rng) if args.unique_system else shared
             prompt = system + "\nQuestion: " + words(args.question_tokens, rng) + "\nAnswer:"
             try:
                 ttft, n = one_request(args.url, prompt, args.max_tokens, headers)
