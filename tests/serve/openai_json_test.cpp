@@ -140,7 +140,7 @@ TEST(OpenAIRequest, FuzzedBodiesNeverCrashAndFailWithA400) {
   };
   const char* env = std::getenv("MNEMO_SERVE_FUZZ_SEED");
   const std::uint64_t first = env ? std::strtoull(env, nullptr, 10) : 1;
-  const std::uint64_t last = env ? first : 3000;
+  const std::uint64_t last = env ? first : 1000;
   const char alphabet[] = "{}[]\":,0123456789-.eE\\u tfnrl\xff\xc3\xa9\x80";
   for (std::uint64_t seed = first; seed <= last; ++seed) {
     splitmix64 g{seed};
