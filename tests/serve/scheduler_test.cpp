@@ -274,6 +274,11 @@ TEST(Scheduler, RefusesAFullQueueAndATooLongPromptAndKeepsServing) {
   EXPECT_EQ(st.code(), status_code::invalid_argument);
   submit(*s.sched, {static_cast<token_id>(nv)}, 1, &st);
   EXPECT_EQ(st.code(), status_code::out_of_range);
+  request hot;
+  hot.prompt = random_tokens(4, 46, nv);
+  hot.params.temperature = -1.0f;
+  hot.sink = std::make_shared<recorder>();
+  EXPECT_EQ(s.sched->submit(std::move(hot)).code(), status_code::invalid_argument);
   auto a = submit(*s.sched, random_tokens(4, 42, nv), 3);
   auto b = submit(*s.sched, random_tokens(4, 43, nv), 3);
   auto c = submit(*s.sched, random_tokens(4, 44, nv), 3);  // the free slot's turn
@@ -283,7 +288,7 @@ TEST(Scheduler, RefusesAFullQueueAndATooLongPromptAndKeepsServing) {
   EXPECT_EQ(a->why, finish_reason::length);
   EXPECT_EQ(b->why, finish_reason::length);
   EXPECT_EQ(c->why, finish_reason::length);
-  EXPECT_EQ(s.sched->metrics().requests_rejected.load(), 5u);
+  EXPECT_EQ(s.sched->metrics().requests_rejected.load(), 6u);
 }
 
 }  // namespace

@@ -75,7 +75,7 @@ class scheduler {
 
   /// Queues a request (any thread). no_space: the queue is full (HTTP 503);
   /// out_of_range: the prompt leaves no room for a reply in a slot (HTTP 400);
-  /// invalid_argument: no prompt, no sink or max_tokens 0.
+  /// invalid_argument: no prompt, no sink, max_tokens 0 or sampling out of range.
   status submit(request r) {
     status st = check(r);
     if (!st.is_ok()) {
@@ -207,6 +207,7 @@ class scheduler {
     if (r.prompt.empty()) return make_status(status_code::invalid_argument, "the prompt is empty");
     if (r.params.max_tokens == 0)
       return make_status(status_code::invalid_argument, "max_tokens must be at least 1");
+    if (auto smp = sampler::make(r.params.sampling(0)); !smp.is_ok()) return smp.error();
     if (r.prompt.size() >= o_.n_ctx_slot)
       return make_status(status_code::out_of_range,
                          "the prompt has %zu tokens; a request may have at most %u (the "
