@@ -14,7 +14,7 @@
 // --ctx 0 (the default) sizes the memory for the largest case: max(B) * max(PP + TG).
 // --api engine (the default) decodes through mnemo::engine, the run-time handle;
 // --api template through the same context<attention_decoder, Memory> instantiated here
-// (common/memory_factory.hpp), which measures what the handle costs.
+// (with_template_context), which measures what the handle costs.
 #include <algorithm>
 #include <chrono>
 #include <cinttypes>
@@ -24,11 +24,13 @@
 #include <vector>
 
 #include "common/cli.hpp"
-#include "common/memory_factory.hpp"
 
 #include "mnemo/base/parallel.hpp"
 #include "mnemo/base/rng.hpp"
+#include "mnemo/context.hpp"
 #include "mnemo/engine/engine.hpp"
+#include "mnemo/memory/full/full_cache.hpp"
+#include "mnemo/memory/stream/split_stream.hpp"
 #include "mnemo/model/architectures.hpp"
 #include "mnemo/simd/isa.hpp"
 
@@ -41,8 +43,8 @@ struct options {
   std::string model;
   std::vector<std::uint32_t> npp{128, 512}, ntg{128}, npl{1, 2, 4, 8, 16};
   std::string format = "md";
-  std::string api = "engine";  // engine | template
-  mnemo_examples::runtime_options rt;
+  std::string api = "engine";          // engine | template
+  mnemo_examples::runtime_options rt;  // memory: full | split
 };
 
 int usage() {
@@ -57,6 +59,7 @@ int usage() {
 bool parse_args(int argc, char** argv, options& o) {
   mnemo_examples::arg_cursor args("batched_bench", argc, argv);
   std::vector<std::string> pos;
+  o.rt.memory = "full";
   while (!args.done()) {
     switch (mnemo_examples::parse_runtime_option(args, o.rt)) {
       case mnemo_examples::option_parse::taken: continue;
@@ -87,6 +90,8 @@ bool parse_args(int argc, char** argv, options& o) {
       pos.emplace_back(a);
     }
   }
+  if (o.rt.memory != "full" && o.rt.memory != "split")
+    return args.complain("--memory takes full or split here, not", o.rt.memory), false;
   if (pos.size() != 1) return false;
   o.model = pos[0];
   return true;
@@ -183,6 +188,42 @@ status run_cases(Context& ctx, const options& o, seq_id n_seq, std::uint32_t n_c
   return {};
 }
 
+/// --api template: the context<attention_decoder, Memory> the engine would pick for
+/// --memory full|split and --kv, built here, and f(context&). The engine's own copy of
+/// each is compiled in the mnemo::engine library.
+template <class F>
+status with_template_context(const model::attention_decoder& m, const options& o, seq_id n_seq,
+                             std::uint32_t n_ctx, F&& f) {
+  const engine_options eo = mnemo_examples::engine_options_of(o.rt, n_seq, n_ctx);
+  auto run = [&]<class Memory>(result<Memory> mem) -> status {
+    if (!mem.is_ok()) return mem.error();
+    context_params p;
+    p.n_ubatch = eo.n_ubatch;
+    p.n_batch = eo.n_batch;
+    p.n_seq_max = n_seq;
+    p.n_threads = eo.n_threads;
+    p.n_threads_batch = eo.n_threads_batch;
+    using context_t = context<model::attention_decoder, Memory>;
+    MNEMO_ASSIGN_OR_RETURN(context_t ctx, context_t::make(m, std::move(*mem), p));
+    return f(ctx);
+  };
+  auto by_memory = [&]<class KE>() -> status {
+    if (o.rt.memory == "split") {
+      const std::size_t per_seq = (n_ctx + static_cast<std::size_t>(n_seq) - 1) / n_seq;
+      return run(memory::split_stream<KE>::make(m.split_stream_config(per_seq, n_seq)));
+    }
+    return run(memory::full_cache<KE>::make(m.full_cache_config(n_ctx, n_seq)));
+  };
+  switch (eo.kv) {
+    case kv_type::f32: return by_memory.template operator()<float>();
+    case kv_type::f16: return by_memory.template operator()<dtype::f16>();
+    case kv_type::bf16: return by_memory.template operator()<dtype::bf16>();
+    case kv_type::q8_0: return by_memory.template operator()<dtype::block_q8_0>();
+    case kv_type::q4_0: return by_memory.template operator()<dtype::block_q4_0>();
+  }
+  return make_status(status_code::invalid_argument, "unknown K/V type");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -213,21 +254,11 @@ int main(int argc, char** argv) {
   status st;
   if (o.api == "template") {
     auto m = model::open_attention_decoder(o.model, mnemo_examples::file_access(o.rt));
-    st = !m.is_ok() ? m.error()
-                    : mnemo_examples::with_context(*m, o.rt, n_seq, n_ctx, [&](auto& ctx) {
-                        return run_cases(ctx, o, n_seq, n_ctx, m->n_vocab());
-                      });
+    st = !m.is_ok() ? m.error() : with_template_context(*m, o, n_seq, n_ctx, [&](auto& ctx) {
+      return run_cases(ctx, o, n_seq, n_ctx, m->n_vocab());
+    });
   } else {
-    engine_options eo;
-    eo.memory = o.rt.memory == "split" ? memory_kind::split : memory_kind::full;
-    eo.kv = parse_kv_type(o.rt.kv).value_or(kv_type::f16);  // checked by the parser
-    eo.n_ctx = n_ctx;
-    eo.n_seq_max = n_seq;
-    eo.n_ubatch = o.rt.n_ubatch;
-    eo.n_batch = o.rt.n_batch;
-    eo.n_threads = eo.n_threads_batch = o.rt.threads;
-    eo.use_mmap = !o.rt.no_mmap;
-    auto e = engine::open(o.model, eo);
+    auto e = engine::open(o.model, mnemo_examples::engine_options_of(o.rt, n_seq, n_ctx));
     st = e.is_ok() ? run_cases(*e, o, n_seq, n_ctx, e->n_vocab()) : e.error();
   }
   if (!st) {

@@ -5,12 +5,14 @@
 //
 //   generate MODEL.gguf [-p "text" | --tokens 1,2,3 | --chat] [-n N] [--temp T]
 //            [--top-k K] [--top-p P] [--seed S] [--system TEXT] [--chat-template NAME]
-//            [--memory full|split] [--kv TYPE] [--threads N] [--ctx N] [--ubatch N]
+//            [--memory KIND] [--kv TYPE] [--threads N] [--ctx N] [--ubatch N]
 //            [--batch N] [--prefetch l1|l2]
 //
-// MODEL.gguf is any attention architecture (llama, qwen2, qwen3, phi3, gemma2, gemma3).
-// Stops early at the end-of-sequence token. With --tokens and a model without a
-// tokenizer, the generated ids are printed instead of text.
+// MODEL.gguf is any architecture mnemo::engine opens (docs/engine.md); --memory and
+// --kv are the engine's memory kinds and K/V types (auto: the architecture's default).
+// --ctx 0 (the default) sizes the memory for the prompt and -n. Stops early at the end-of-sequence
+// token. With --tokens and a model without a tokenizer, the generated ids are printed instead of
+// text.
 //
 // --chat: a conversation over stdin, one user turn per line, formatted with the model's
 // chat template (tokenizer.chat_template; --chat-template NAME chooses a built-in one).
@@ -33,9 +35,9 @@
 
 #include "common/chat_session.hpp"
 #include "common/cli.hpp"
-#include "common/memory_factory.hpp"
 
-#include "mnemo/model/architectures.hpp"
+#include "mnemo/engine/engine.hpp"
+#include "mnemo/gguf/file.hpp"
 #include "mnemo/sampling.hpp"
 #include "mnemo/text/chat_template.hpp"
 #include "mnemo/text/decoder.hpp"
@@ -144,8 +146,7 @@ struct timings {
   double t_prompt = 0, t_generate = 0;
 };
 
-template <class Context>
-status generate(Context& ctx, const options& o, const std::vector<token_id>& prompt,
+status generate(engine& ctx, const options& o, const std::vector<token_id>& prompt,
                 const text::tokenizer* tok, timings& t) {
   MNEMO_ASSIGN_OR_RETURN(sampler smp, sampler::make(o.sampling));
   // The prompt, in calls of at most n_batch tokens; logits only for its last token.
@@ -200,8 +201,7 @@ bool stdin_is_terminal() {
 }
 
 /// --chat: one user turn per line of stdin until its end; empty lines are skipped.
-template <class Context>
-status chat(Context& ctx, const options& o, const text::tokenizer& tok,
+status chat(engine& ctx, const options& o, const text::tokenizer& tok,
             const text::chat_template& tmpl, std::uint32_t n_ctx, timings& t) {
   MNEMO_ASSIGN_OR_RETURN(sampler smp, sampler::make(o.sampling));
   mnemo_examples::chat_session session(ctx, tok, tmpl, {.n_batch = o.rt.n_batch, .n_ctx = n_ctx});
@@ -237,28 +237,36 @@ status chat(Context& ctx, const options& o, const text::tokenizer& tok,
   return {};
 }
 
-void print_speeds(const timings& t, const options& o) {
+void print_speeds(const timings& t, const engine& e) {
   std::fprintf(stderr,
                "prompt: %zu tokens in %.3f s (%.1f tokens/s); generated: %zu tokens in %.3f s "
                "(%.1f tokens/s); memory %s, kv %s\n",
                t.n_prompt, t.t_prompt, t.t_prompt > 0 ? double(t.n_prompt) / t.t_prompt : 0.0,
                t.n_generated, t.t_generate,
-               t.t_generate > 0 ? double(t.n_generated) / t.t_generate : 0.0, o.rt.memory.c_str(),
-               o.rt.kv.c_str());
+               t.t_generate > 0 ? double(t.n_generated) / t.t_generate : 0.0,
+               std::string(to_string(e.options().memory)).c_str(),
+               std::string(to_string(e.options().kv)).c_str());
 }
 
-/// The chat template --chat-template names, else the model's own.
-result<text::chat_template> chat_template_for(const model::attention_decoder& m, const options& o) {
+/// The chat template --chat-template names, else the model file's own (its metadata
+/// only: the engine has read the rest).
+result<text::chat_template> chat_template_for(const options& o) {
   if (o.chat_template) return text::chat_template::detect(*o.chat_template);
-  auto t = text::chat_template::from_gguf(m.file());
+  MNEMO_ASSIGN_OR_RETURN(gguf::file f, gguf::file::open(o.model));
+  auto t = text::chat_template::from_gguf(f);
   if (!t.is_ok() && t.error().code() == status_code::not_found)
     return make_status(status_code::not_found, "%s; choose one with --chat-template NAME",
                        t.error().message().c_str());
   return t;
 }
 
-int run_chat(const model::attention_decoder& m, const text::tokenizer& tok, const options& o) {
-  auto tmpl = chat_template_for(m, o);
+int fail(const status& st) {
+  std::fprintf(stderr, "generate: %s\n", st.to_string().c_str());
+  return 1;
+}
+
+int run_chat(const options& o) {
+  auto tmpl = chat_template_for(o);
   if (!tmpl.is_ok()) {
     std::fprintf(stderr, "generate: %s\n", tmpl.error().to_string().c_str());
     return 1;
@@ -266,15 +274,27 @@ int run_chat(const model::attention_decoder& m, const text::tokenizer& tok, cons
   std::fprintf(stderr, "chat template: %.*s\n", static_cast<int>(tmpl->name().size()),
                tmpl->name().data());
   const std::uint32_t n_ctx = o.rt.n_ctx != 0 ? o.rt.n_ctx : 4096;
+  auto e = engine::open(o.model, mnemo_examples::engine_options_of(o.rt, 1, n_ctx));
+  if (!e.is_ok()) return fail(e.error());
+  if (!e->has_tokenizer())
+    return fail(make_status(status_code::not_found, "--chat needs a tokenizer in the model file"));
   timings t;
-  const status st = mnemo_examples::with_context(
-      m, o.rt, 1, n_ctx, [&](auto& ctx) { return chat(ctx, o, tok, *tmpl, n_ctx, t); });
+  const status st = chat(*e, o, *e->tokenizer(), *tmpl, n_ctx, t);
   if (!st) {
-    std::fprintf(stderr, "\ngenerate: %s\n", st.to_string().c_str());
-    return 1;
+    std::fprintf(stderr, "\n");
+    return fail(st);
   }
-  print_speeds(t, o);
+  print_speeds(t, *e);
   return 0;
+}
+
+/// Cells for the prompt and -n tokens, rounded up to 256. A text prompt has at most one
+/// token per byte (byte-level BPE and SentencePiece's byte fallback), plus BOS, EOS and
+/// SentencePiece's leading space: the memory is sized before the engine tokenizes.
+std::uint32_t context_size(const options& o) {
+  if (o.rt.n_ctx != 0) return o.rt.n_ctx;
+  const std::size_t n_prompt = o.prompt ? o.prompt->size() + 3 : o.tokens.size();
+  return static_cast<std::uint32_t>((n_prompt + o.n_predict + 255) / 256 * 256);
 }
 
 }  // namespace
@@ -283,20 +303,16 @@ int main(int argc, char** argv) {
   options o;
   if (!parse_args(argc, argv, o)) return usage();
   mnemo_examples::apply_process_settings(o.rt);
-  auto m = model::open_attention_decoder(o.model, mnemo_examples::file_access(o.rt));
-  if (!m.is_ok()) {
-    std::fprintf(stderr, "generate: %s\n", m.error().to_string().c_str());
-    return 1;
-  }
-  auto tok = text::tokenizer::from_gguf(m->file());
-  if (!tok.is_ok() && (o.prompt || o.chat)) {
-    std::fprintf(stderr, "generate: %s\n", tok.error().to_string().c_str());
-    return 1;
-  }
-  if (o.chat) return run_chat(*m, *tok, o);
+  if (o.chat) return run_chat(o);
+  auto e = engine::open(o.model, mnemo_examples::engine_options_of(o.rt, 1, context_size(o)));
+  if (!e.is_ok()) return fail(e.error());
+  if (!e->has_tokenizer() && o.prompt)
+    return fail(make_status(status_code::not_found, "-p needs a tokenizer in the model file"));
   std::vector<token_id> prompt;
   if (o.prompt) {
-    prompt = tok->encode(*o.prompt);
+    auto ids = e->tokenize(*o.prompt);
+    if (!ids.is_ok()) return fail(ids.error());
+    prompt = std::move(*ids);
   } else {
     for (std::uint32_t id : o.tokens) prompt.push_back(static_cast<token_id>(id));
   }
@@ -305,12 +321,9 @@ int main(int argc, char** argv) {
     return 2;
   }
   // Echo the prompt as the tokenizer reads it back, then the continuation.
-  if (tok.is_ok()) {
-    auto text = tok->decode(prompt);
-    if (!text.is_ok()) {
-      std::fprintf(stderr, "generate: %s\n", text.error().to_string().c_str());
-      return 1;
-    }
+  if (e->has_tokenizer()) {
+    auto text = e->detokenize(prompt);
+    if (!text.is_ok()) return fail(text.error());
     std::fwrite(text->data(), 1, text->size(), stdout);
   } else {
     for (token_id id : prompt) std::printf("%s%d", &id == prompt.data() ? "" : " ", id);
@@ -318,17 +331,11 @@ int main(int argc, char** argv) {
   }
   std::fflush(stdout);
 
-  std::uint32_t n_ctx = o.rt.n_ctx;
-  if (n_ctx == 0)
-    n_ctx = (static_cast<std::uint32_t>(prompt.size()) + o.n_predict + 255) / 256 * 256;
   timings t;
-  const status st = mnemo_examples::with_context(*m, o.rt, 1, n_ctx, [&](auto& ctx) {
-    return generate(ctx, o, prompt, tok.is_ok() ? &*tok : nullptr, t);
-  });
-  if (!st) {
-    std::fprintf(stderr, "\ngenerate: %s\n", st.to_string().c_str());
-    return 1;
+  if (const status st = generate(*e, o, prompt, e->tokenizer(), t); !st) {
+    std::fprintf(stderr, "\n");
+    return fail(st);
   }
-  print_speeds(t, o);
+  print_speeds(t, *e);
   return 0;
 }

@@ -1,16 +1,17 @@
-# The engine and its C API (they link mnemo::c, so they are not in the tests/*/ glob):
+# The engine and its C API (they link mnemo::engine or mnemo::c, so they are not in the
+# tests/*/ glob):
 #   test_engine_engine  GoogleTest: the handle against the compile-time context
 #   engine.header_hygiene  engine.hpp reads no model and no memory strategy
 #   test_engine_c_api   a C program (compiled as C) over include/mnemo/c/mnemo.h
 #   engine.python.*     examples/python/mnemo_ctypes.py through ctypes: text generation,
 #                       and a fixture scenario whose logits must equal mnemo-replay's
-#                       (the C++ template path) exactly
-if(NOT TARGET mnemo_c)
+#                       (the C++ engine) exactly
+if(NOT TARGET mnemo_engine)
   return()
 endif()
 
 add_executable(test_engine_engine ${CMAKE_CURRENT_LIST_DIR}/engine/engine_test.cpp)
-target_link_libraries(test_engine_engine PRIVATE mnemo::c GTest::gtest GTest::gtest_main)
+target_link_libraries(test_engine_engine PRIVATE mnemo::engine GTest::gtest GTest::gtest_main)
 target_compile_definitions(test_engine_engine PRIVATE MNEMO_FIXTURES_DIR="${MNEMO_FIXTURES_DIR}")
 mnemo_strict(test_engine_engine)
 gtest_discover_tests(test_engine_engine DISCOVERY_TIMEOUT 60 PROPERTIES LABELS engine)
@@ -20,6 +21,10 @@ add_test(NAME engine.header_hygiene
                  "-DINCLUDE=${PROJECT_SOURCE_DIR}/include" "-DWORK=${CMAKE_CURRENT_BINARY_DIR}"
                  -P "${CMAKE_CURRENT_LIST_DIR}/engine/header_hygiene.cmake")
 set_tests_properties(engine.header_hygiene PROPERTIES LABELS engine)
+
+if(NOT TARGET mnemo_c)
+  return()
+endif()
 
 include(CheckLanguage)
 check_language(C)
@@ -48,7 +53,7 @@ if(Python3_Interpreter_FOUND AND MNEMO_BUILD_EXAMPLES
                    -p "the cat" -n 8 --threads 1)
   set_tests_properties(engine.python.generate PROPERTIES LABELS engine
                        PASS_REGULAR_EXPRESSION "^the cat")
-  # The C++ path first (mnemo-replay, context<llama_model, full_cache<float>>), then the
+  # The C++ path first (mnemo-replay through mnemo::engine, full_cache<float>), then the
   # same scenario through Python -> C -> engine: identical logits.
   foreach(scenario IN ITEMS multi branch)
     set(_bin "${CMAKE_CURRENT_BINARY_DIR}/engine.python.${scenario}.cpp.bin")

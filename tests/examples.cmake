@@ -42,6 +42,15 @@ if(MNEMO_BUILD_EXAMPLES)
   set_tests_properties(examples.custom_policy.layer examples.custom_policy.head PROPERTIES
                        LABELS examples PASS_REGULAR_EXPRESSION "self-check: PASS")
 
+  # A user-defined memory strategy (a capped one-sequence cache) under context<>: its
+  # self-check compares every logit row with full_cache's on a fixture model.
+  if(EXISTS "${MNEMO_FIXTURES_DIR}/llama-tiny.gguf")
+    add_test(NAME examples.custom_memory
+             COMMAND custom_memory "${MNEMO_FIXTURES_DIR}/llama-tiny.gguf")
+    set_tests_properties(examples.custom_memory PROPERTIES
+                         LABELS examples PASS_REGULAR_EXPRESSION "self-check: PASS")
+  endif()
+
   # --chat: two user turns on stdin; the second must decode only what the cache lacks
   # (the fixtures' vocabularies have no chat template: --chat-template names one).
   foreach(variant IN ITEMS "llama-tiny|llama2-sys|full" "llama-tiny|chatml|split"
@@ -80,7 +89,7 @@ if(MNEMO_BUILD_EXAMPLES)
                          FIXTURES_REQUIRED mnemo_tiny_llama_${type} LABELS examples)
   endforeach()
 
-  # The memory factory's split strategy against llama.cpp's logits (mnemo-replay).
+  # The engine's split strategy against llama.cpp's logits (mnemo-replay).
   if(EXISTS "${MNEMO_FIXTURES_DIR}/llama-tiny.gguf")
     add_test(NAME examples.replay.llama-tiny.multi.split
              COMMAND mnemo-replay "${MNEMO_FIXTURES_DIR}/llama-tiny.gguf"
@@ -88,6 +97,12 @@ if(MNEMO_BUILD_EXAMPLES)
                      "${CMAKE_CURRENT_BINARY_DIR}/examples.replay.split.bin" --memory split
                      --threads 1 --compare "${MNEMO_FIXTURES_DIR}/llama-tiny.multi.bin" 5e-4)
     set_tests_properties(examples.replay.llama-tiny.multi.split PROPERTIES LABELS examples)
+    # A host's own llama-style decoder on mnemo's full cache and attention: its logits
+    # against the built-in llama's (the example exits 1 beyond 1e-4).
+    add_test(NAME examples.bring_your_own_model
+             COMMAND bring_your_own_model "${MNEMO_FIXTURES_DIR}/llama-tiny.gguf" --threads 1)
+    set_tests_properties(examples.bring_your_own_model PROPERTIES LABELS examples
+                         PASS_REGULAR_EXPRESSION "max \\|diff\\| [^ ]+ \\(tolerance 0.0001\\): PASS")
   endif()
 
   # Bad arguments: a usage message and exit code 2 ("PROGRAM|ARGUMENTS"; MODEL is the
@@ -97,7 +112,8 @@ if(MNEMO_BUILD_EXAMPLES)
                        "generate|MODEL -p x --tokens 1" "generate|MODEL -p x --system y"
                        "generate|MODEL --chat --chat-template nope" "demo|--clients 0"
                        "demo|MODEL"
-                       "custom_policy|0" "custom_policy|64 100" "custom_policy|64 16 row")
+                       "custom_policy|0" "custom_policy|64 100" "custom_policy|64 16 row"
+                       "custom_memory|a b")
     string(REPLACE "|" ";" parts "${bad}")
     list(GET parts 0 prog)
     list(GET parts 1 args)

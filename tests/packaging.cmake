@@ -25,6 +25,7 @@ if(MNEMO_INSTALL)
                    "-DSOURCE=${_mnemo_consumers}/find_package"
                    "-DBINARY=${_mnemo_pkg_dir}/find_package"
                    "-DPREFIX_PATH=${_mnemo_pkg_prefix}"
+                   "-DEXPECT_ENGINE=${MNEMO_BUILD_ENGINE}"
                    -P "${_mnemo_consumers}/run_consumer.cmake")
   set_tests_properties(packaging.clean PROPERTIES FIXTURES_SETUP mnemo_pkg_clean)
   set_tests_properties(packaging.install PROPERTIES

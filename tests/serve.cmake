@@ -1,7 +1,7 @@
 # mnemo::serve (include/mnemo/serve/) and the HTTP server (examples/server.cpp):
 #   test_serve_prefix_index    the prefix index alone (no model)
 #   test_serve_openai_json     request parsing and validation, with a fuzz loop
-#   test_serve_scheduler       the scheduler on the llama-tiny fixture (links mnemo::c)
+#   test_serve_scheduler       the scheduler on the llama-tiny fixture (links mnemo::engine)
 #   test_serve_http            mnemo-server started on a loopback port, an httplib client
 #   serve.python_client        the same server, a Python standard-library client
 add_executable(test_serve_prefix_index ${CMAKE_CURRENT_LIST_DIR}/serve/prefix_index_test.cpp)
@@ -9,9 +9,9 @@ target_link_libraries(test_serve_prefix_index PRIVATE mnemo::mnemo GTest::gtest 
 mnemo_strict(test_serve_prefix_index)
 gtest_discover_tests(test_serve_prefix_index DISCOVERY_TIMEOUT 60 PROPERTIES LABELS serve)
 
-if(TARGET mnemo_c)
+if(TARGET mnemo_engine)
   add_executable(test_serve_scheduler ${CMAKE_CURRENT_LIST_DIR}/serve/scheduler_test.cpp)
-  target_link_libraries(test_serve_scheduler PRIVATE mnemo::c GTest::gtest GTest::gtest_main)
+  target_link_libraries(test_serve_scheduler PRIVATE mnemo::engine GTest::gtest GTest::gtest_main)
   target_compile_definitions(test_serve_scheduler
                              PRIVATE MNEMO_FIXTURES_DIR="${MNEMO_FIXTURES_DIR}")
   mnemo_strict(test_serve_scheduler)

@@ -1,6 +1,7 @@
 // Command-line parsing shared by the examples: a cursor over argv, number and list
 // parsers that print what was wrong, and the options every runtime example takes
-// (--memory, --kv, --threads, --ctx, --ubatch, --batch).
+// (--memory, --kv, --threads, --ctx, --ubatch, --batch), with engine_options_of() to
+// open a mnemo::engine from them.
 //
 //   mnemo_examples::arg_cursor args("generate", argc, argv);
 //   while (!args.done()) {
@@ -24,6 +25,7 @@
 #include <string_view>
 #include <vector>
 
+#include "mnemo/engine/options.hpp"
 #include "mnemo/gguf/file.hpp"
 #include "mnemo/simd/prefetch.hpp"
 
@@ -114,7 +116,7 @@ inline bool parse_u32_list(const char* s, std::vector<std::uint32_t>& out, std::
 /// What the runtime examples share: the memory strategy, the K/V element type and the
 /// context sizes. n_ctx == 0 lets each example pick a size that fits its work.
 struct runtime_options {
-  std::string memory = "full";  // full | split
+  std::string memory = "auto";  // an engine memory kind: auto | full | split | iswa | ...
   std::string kv = "f16";       // f32 | f16 | bf16 | q8_0 | q4_0
   int threads = 0;              // 0: default_thread_count()
   std::uint32_t n_ctx = 0;      // cells (full) or cells of all streams together (split)
@@ -130,12 +132,27 @@ inline mnemo::gguf::access file_access(const runtime_options& o) noexcept {
 }
 
 inline constexpr const char* k_runtime_usage =
-    "       [--memory full|split] [--kv f32|f16|bf16|q8_0|q4_0] [--threads N]\n"
+    "       [--memory auto|full|split|iswa|iswa-split|recurrent|hybrid|hybrid-split]\n"
+    "       [--kv f32|f16|bf16|q8_0|q4_0] [--threads N]\n"
     "       [--ctx N] [--ubatch N] [--batch N] [--prefetch l1|l2] [--no-mmap]\n";
 
-inline bool is_memory_name(std::string_view v) noexcept { return v == "full" || v == "split"; }
-inline bool is_kv_name(std::string_view v) noexcept {
-  return v == "f32" || v == "f16" || v == "bf16" || v == "q8_0" || v == "q4_0";
+inline bool is_memory_name(std::string_view v) { return mnemo::parse_memory_kind(v).is_ok(); }
+inline bool is_kv_name(std::string_view v) { return mnemo::parse_kv_type(v).is_ok(); }
+
+/// The engine options the runtime options name, for n_seq sequences in n_ctx cells
+/// (memory and kv must have passed parse_runtime_option).
+inline mnemo::engine_options engine_options_of(const runtime_options& o, mnemo::seq_id n_seq,
+                                               std::uint32_t n_ctx) {
+  mnemo::engine_options e;
+  e.memory = mnemo::parse_memory_kind(o.memory).value_or(mnemo::memory_kind::automatic);
+  e.kv = mnemo::parse_kv_type(o.kv).value_or(mnemo::kv_type::f16);
+  e.n_ctx = n_ctx;
+  e.n_seq_max = n_seq;
+  e.n_ubatch = o.n_ubatch;
+  e.n_batch = o.n_batch;
+  e.n_threads = e.n_threads_batch = o.threads;
+  e.use_mmap = !o.no_mmap;
+  return e;
 }
 
 enum class option_parse { not_mine, taken, bad };
@@ -157,7 +174,8 @@ inline option_parse parse_runtime_option(arg_cursor& args, runtime_options& o) {
   std::uint32_t u = 0;
   if (a == "--memory") {
     if (!is_memory_name(v))
-      return args.complain("--memory takes full or split, not", v), option_parse::bad;
+      return args.complain("--memory takes an engine memory kind (auto, full, split, ...), not", v),
+             option_parse::bad;
     o.memory = v;
   } else if (a == "--kv") {
     if (!is_kv_name(v))

@@ -60,14 +60,6 @@ template <class M>
 status read_state(M& m, std::span<const std::uint8_t> data, seq_id dest) {
   return state_read(m, data, dest);
 }
-/// Whether M's per-sequence state functions are visible (recompute mode undoes a failed
-/// re-decode with them).
-template <class M>
-concept has_state_io = requires(M& m, seq_id s, std::vector<std::uint8_t>& out,
-                                std::span<const std::uint8_t> in) {
-  { state_write(m, s, out) } -> std::same_as<status>;
-  { state_read(m, in, s) } -> std::same_as<status>;
-};
 }  // namespace context_detail
 
 struct context_params {
@@ -86,12 +78,18 @@ struct context_params {
   bool recompute = false;
 };
 
-/// Memory is any sequence memory; the model states what it needs of it through its
-/// forward()'s constraint (llama: memory::kv_memory; mamba: recurrent state; jamba:
-/// both), which decoder_model<Model, Memory> checks.
-template <class Model, memory::sequence_memory Memory, simd::isa_tag Isa = simd::native>
-requires decoder_model<Model, Memory>
+/// Memory is any sequence memory (memory::check_memory names a missing member); the
+/// model states what it needs of it through its forward()'s constraint (llama:
+/// memory::kv_memory; mamba: recurrent state; jamba: both), which decoder_model<Model,
+/// Memory> checks.
+template <class Model, class Memory, simd::isa_tag Isa = simd::native>
 class context {
+  static_assert(memory::check_memory<Memory>::value);
+  static_assert(decoder_model<Model, Memory>,
+                "mnemo::context: the model's forward() does not take this memory: an "
+                "attention model needs a memory::kv_memory (memory::check_kv_memory names what "
+                "is missing), a recurrent one memory::recurrent's groups() / layer_state()");
+
  public:
   using workspace = typename Model::workspace;
 
@@ -101,7 +99,12 @@ class context {
       return make_status(status_code::invalid_argument,
                          "context: n_ubatch (%u) must be > 0 and n_seq_max (%d) in [1, %d]",
                          p.n_ubatch, p.n_seq_max, k_max_seq);
-    if (p.recompute && !context_detail::has_state_io<Memory>)
+    if (p.n_seq_max > memory.n_seq_max())
+      return make_status(status_code::invalid_argument,
+                         "context: n_seq_max %d is more than the memory was built for (%d); make "
+                         "the memory with n_seq_max >= %d",
+                         p.n_seq_max, memory.n_seq_max(), p.n_seq_max);
+    if (p.recompute && !memory::state_memory<Memory>)
       return make_status(status_code::invalid_argument,
                          "context: recompute needs the memory's state_write / state_read "
                          "(include the strategy's *_state.hpp)");
@@ -275,10 +278,12 @@ class context {
 
   /// The memory's state (s == -1: all of it) through the strategy's state_write.
   status state_write(seq_id s, std::vector<std::uint8_t>& out) {
+    static_assert(memory::check_saves_state<Memory>::value);
     return context_detail::write_state(mem_, s, out);
   }
   /// Loads a state written by state_write (dest == -1: the whole memory).
   status state_read(std::span<const std::uint8_t> data, seq_id dest = -1) {
+    static_assert(memory::check_loads_state<Memory>::value);
     n_outputs_ = 0;
     status st = context_detail::read_state(mem_, data, dest);
     if (p_.recompute && st) {  // the loaded cells come without their tokens
@@ -318,7 +323,7 @@ class context {
   /// byte for byte and `why` (the memory's refusal) comes back with the reason.
   status recompute(seq_id s, const std::vector<memory::token_history::entry>& entries,
                    const status& why) {
-    if constexpr (context_detail::has_state_io<Memory>) {
+    if constexpr (memory::state_memory<Memory>) {
       std::vector<std::uint8_t> saved;
       MNEMO_RETURN_IF_ERROR(context_detail::write_state(mem_, -1, saved).with_context("recompute"));
       memory::token_history::snapshot old = hist_.save(s);

@@ -1,7 +1,7 @@
-// The compiled part of mnemo: engine::open with every engine_backend_for<Model, Memory>
-// instantiation it offers (engine/open.hpp), and the C API over it (c/mnemo.h). The
-// only TU that includes the models and memories behind the engine, so programs using
-// the engine or the C API compile none of them. Built as the shared library mnemo::c.
+// The C API (c/mnemo.h) over mnemo::engine, built as the shared library mnemo::c. The
+// engine's instantiations are compiled once, in the mnemo::engine library
+// (src/engine/*.cpp) that this library links; this file includes no model and no memory
+// strategy.
 //
 // Every C entry point turns a status into its code and keeps the message for
 // mnemo_last_error(); with exceptions enabled, anything thrown (std::bad_alloc) stops
@@ -15,7 +15,6 @@
 #include "mnemo/base/parallel.hpp"
 #include "mnemo/c/mnemo.h"
 #include "mnemo/engine/engine.hpp"
-#include "mnemo/engine/open.hpp"
 #include "mnemo/sampling.hpp"
 
 namespace {

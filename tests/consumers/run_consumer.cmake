@@ -4,6 +4,7 @@
 #   cmake -DSOURCE=<consumer dir> -DBINARY=<build dir> -DGENERATOR=<name>
 #         [-DMAKE_PROGRAM=<path>] [-DCXX_COMPILER=<path>] [-DCONFIG=<config>]
 #         [-DCTEST=<ctest>] [-DPREFIX_PATH=<installed mnemo>] [-DMNEMO_SOURCE=<mnemo src>]
+#         [-DEXPECT_ENGINE=ON]
 #         -P run_consumer.cmake
 cmake_minimum_required(VERSION 3.21)
 
@@ -30,6 +31,9 @@ endif()
 if(PREFIX_PATH)  # find_package consumer: only this prefix may provide mnemo
   list(APPEND _configure "-DCMAKE_PREFIX_PATH=${PREFIX_PATH}"
        "-DMNEMO_EXPECTED_PREFIX=${PREFIX_PATH}")
+endif()
+if(EXPECT_ENGINE)  # find_package consumer: the package must export mnemo::engine
+  list(APPEND _configure "-DMNEMO_EXPECT_ENGINE=ON")
 endif()
 if(MNEMO_SOURCE)  # add_subdirectory consumer
   list(APPEND _configure "-DMNEMO_SOURCE_DIR=${MNEMO_SOURCE}")

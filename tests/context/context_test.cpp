@@ -4,6 +4,7 @@
 // planning and mid-batch failures), and forwarded sequence operations and state I/O.
 #include <cmath>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "context/tiny_llama.hpp"
@@ -37,6 +38,8 @@ struct failing_memory {
   pos_t seq_pos_min(seq_id s) const { return inner.seq_pos_min(s); }
   pos_t seq_pos_max(seq_id s) const { return inner.seq_pos_max(s); }
   bool can_shift() const { return inner.can_shift(); }
+  seq_id n_seq_max() const { return inner.n_seq_max(); }
+  std::size_t n_layer() const { return inner.n_layer(); }
   status update() { return inner.update(); }
   status prepare(std::span<const memory::ubatch_tokens> ubs) { return inner.prepare(ubs); }
   status apply(std::size_t u, const memory::ubatch_tokens& ub) {
@@ -215,6 +218,24 @@ TEST(ContextFailure, InvalidBatchLeavesMemoryUnchanged) {
   EXPECT_FALSE(c.decode(b));
   EXPECT_EQ(state_of(c.memory()), before);
   EXPECT_EQ(c.seq_pos_max(0), 11);
+}
+
+// More sequence ids than the memory was built for are refused when the context is
+// made, naming both counts, not later as a position error of some decode.
+TEST(ContextFailure, MoreSequencesThanTheMemoryHoldsAreRefusedAtMake) {
+  for (seq_id built : {1, 2, 3}) {
+    auto cache = cache_t::make(tiny().full_cache_config(64, built));
+    ASSERT_TRUE(cache.is_ok()) << cache.error().to_string();
+    const auto c = ctx_t<>::make(tiny(), std::move(cache).value(), params());  // n_seq_max 4
+    ASSERT_FALSE(c.is_ok()) << "memory built for " << built;
+    EXPECT_EQ(c.error().code(), status_code::invalid_argument);
+    const std::string want =
+        "n_seq_max 4 is more than the memory was built for (" + std::to_string(built) + ")";
+    EXPECT_NE(c.error().message().find(want), std::string::npos) << c.error().message();
+  }
+  context_params fewer = params();
+  fewer.n_seq_max = 2;  // fewer than the memory's 4: fine
+  EXPECT_TRUE(ctx_t<>::make(tiny(), cache_t::make(tiny().full_cache_config(64, 4)).value(), fewer));
 }
 
 TEST(ContextFailure, NoSpaceLeavesMemoryUnchanged) {

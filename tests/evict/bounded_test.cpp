@@ -1,5 +1,6 @@
 // bounded<Policy> under the Llama decoder: budget >= context gives the full cache's
 // logits exactly, rollback restores evictions, state files and sequence operations.
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -9,6 +10,7 @@
 #include "mnemo/context.hpp"
 #include "mnemo/evict/h2o.hpp"
 #include "mnemo/evict/key_norm.hpp"
+#include "mnemo/evict/last_recent.hpp"
 #include "mnemo/evict/snapkv.hpp"
 #include "mnemo/evict/streaming_llm.hpp"
 #include "mnemo/evict/tova.hpp"
@@ -216,6 +218,82 @@ TEST(BoundedModel, CompactModeMatchesFullCacheWithKShift) {
       ASSERT_NEAR(a[0][j], b[0][j], 2e-4f) << "token " << i << " logit " << j;
   }
   EXPECT_EQ(bnd.seq_pos_max(0), 5);
+}
+
+// A bounded sequence branched at p1 continues at p1: the copy keeps src's logical end
+// within the range (p1 - 1), evicted or not, as seq_rm keeps it. Its logits equal
+// those of the unbranched sequence cut at p1 (the same kept cells and policy state).
+template <class Policy>
+void expect_branch_continues_at(Policy p, std::size_t budget, pos_t p1) {
+  const auto t = tokens(20, 21), next = tokens(4, 22);
+  auto br = make_ctx(make_bounded<Policy>(budget, p));
+  feed(br, t, 4);
+  ASSERT_TRUE(br.seq_cp(0, 1, 0, p1).is_ok());
+  EXPECT_EQ(br.seq_pos_max(1), p1 - 1);
+  EXPECT_EQ(br.seq_pos_max(0), 19);
+  auto un = make_ctx(make_bounded<Policy>(budget, p));
+  feed(un, t, 4);
+  ASSERT_TRUE(un.seq_rm(0, p1, -1).is_ok());
+  ASSERT_EQ(un.seq_pos_max(0), p1 - 1);
+  for (std::size_t l = 0; l < tiny().n_layer(); ++l) {
+    auto kept = [](const auto& lane) {
+      std::vector<pos_t> v;
+      for (pos_t q : lane.pos)
+        if (q >= 0) v.push_back(q);
+      std::sort(v.begin(), v.end());
+      return v;
+    };
+    EXPECT_EQ(kept(br.memory().lane_of(1, l)), kept(un.memory().lane_of(0, l))) << "layer " << l;
+  }
+  expect_close(feed(br, next, 1, 1), feed(un, next, 1, 0), "branch at p1 vs cut at p1");
+}
+
+TEST(BoundedModel, BranchAtAPositionContinuesThere) {
+  // StreamingLLM keeps 0..3 and the newest: position p1 - 1 = 11 was evicted.
+  expect_branch_continues_at(evict::streaming_llm{}, 8, 12);
+  expect_branch_continues_at(evict::h2o{}, 8, 12);
+  expect_branch_continues_at(evict::tova{}, 6, 17);
+}
+
+// A sliding-window model on a bounded cache keeps its window: the layers' windows go
+// with the views, so the logits equal a full cache's with the window (budget above the
+// context: the same cells; last_recent keeping the window: every evicted cell was
+// outside it anyway).
+TEST(BoundedModel, SlidingWindowModelKeepsItsWindow) {
+  constexpr std::uint32_t n_swa = 6;
+  static const auto win = [] {
+    mnemo_test::tiny_llama_spec spec;
+    spec.n_swa = n_swa;
+    return mnemo_test::make_tiny_llama(spec).value();
+  }();
+  auto ctx_of = [](auto m) {
+    return context<model::llama_model, decltype(m)>::make(
+               win, std::move(m), {.n_ubatch = 4, .n_seq_max = 2, .n_threads = 1})
+        .value();
+  };
+  auto bounded_of = [&](std::size_t budget) {
+    memory::bounded_config c;
+    c.shape = win.kv_shape();
+    c.budget = budget;
+    c.max_ubatch = 4;
+    c.n_seq_max = 2;
+    c.rope = win.hparams().rope();
+    c.windows = win.hparams().windows();
+    return memory::bounded<evict::last_recent, float>::make(c).value();
+  };
+  ASSERT_FALSE(win.hparams().windows().empty());
+  auto full = ctx_of(memory::full_cache<float>::make(win.full_cache_config(64, 2)).value());
+  auto all = ctx_of(bounded_of(40));
+  auto recent = ctx_of(bounded_of(n_swa));
+  memory::full_cache_config no_window = win.full_cache_config(64, 2);
+  no_window.windows.clear();
+  auto unmasked = ctx_of(memory::full_cache<float>::make(no_window).value());
+  const auto t = tokens(30, 23);
+  const auto want = feed(full, t, 4);
+  expect_close(want, feed(all, t, 4), "bounded, budget above the context");
+  expect_close(want, feed(recent, t, 4), "bounded, last_recent keeping the window");
+  EXPECT_EQ(recent.memory().lane_of(0, 0).live, n_swa);
+  EXPECT_NE(want.back(), feed(unmasked, t, 4).back()) << "the window must matter here";
 }
 
 }  // namespace

@@ -2,6 +2,8 @@
 // another shape, K/V element type, strategy, RoPE configuration, format version or
 // stream count is refused with a status that names the mismatch, and the reading
 // cache is left exactly as it was.
+#include <utility>
+
 #include "memory/harness.hpp"
 #include <gtest/gtest.h>
 
@@ -86,8 +88,18 @@ std::vector<compat_case> other_writers(seq_id s) {
     reseal(b);
     r.push_back({std::move(name), std::move(b), code, says});
   };
-  for (std::uint16_t id : {0, 2, 3, 4, 5, 6, 7, 0xffff})
-    edited("strategy " + std::to_string(id), 6, id, status_code::invalid_argument, "strategy");
+  // The refusal names both strategies as their types are spelled.
+  const std::pair<std::uint16_t, const char*> writers[] = {
+      {0, "written by unknown strategy 0, read by full_cache"},
+      {2, "written by sliding_window, read by full_cache"},
+      {3, "written by split_stream, read by full_cache"},
+      {4, "written by recurrent, read by full_cache"},
+      {5, "written by bounded, read by full_cache"},
+      {6, "written by layered, read by full_cache"},
+      {7, "written by split_window, read by full_cache"},
+      {0xffff, "written by unknown strategy 65535, read by full_cache"}};
+  for (const auto& [id, says] : writers)
+    edited("strategy " + std::to_string(id), 6, id, status_code::invalid_argument, says);
   for (std::uint16_t v : {0, 2, 0xffff})
     edited("version " + std::to_string(v), 4, v, status_code::unsupported, "version");
   edited("2 streams", 52, std::uint32_t{2}, status_code::invalid_argument, "streams");

@@ -2,10 +2,10 @@
 // compile-time context<Model, Memory>. Every call forwards to the context once; the
 // context's decode runs fully static from there.
 //
-// Compiled once, in the TU that holds engine::open (src/c/mnemo.cpp, through
-// engine/open.hpp): including it elsewhere instantiates the models' forward passes
-// again. The strategy's *_state.hpp must be included before an instantiation, so the
-// context finds state_write / state_read.
+// The engine's own combinations are compiled once, in the mnemo::engine library
+// (src/engine/*.cpp); a host program includes this header only to wrap a context of
+// its own (its model or memory) in an engine. The strategy's *_state.hpp must be
+// included before an instantiation, so the context finds state_write / state_read.
 #pragma once
 
 #include <memory>

@@ -13,8 +13,8 @@
 //   MNEMO_RETURN_IF_ERROR(e.decode(b));
 //   token_id next = sample_greedy(e.logits_ith(-1));
 //
-// open() and its instantiations are compiled once, in the mnemo::c library
-// (src/c/mnemo.cpp); link it to use the engine (docs/engine.md).
+// open() and its instantiations are compiled once, in the mnemo::engine library
+// (src/engine/*.cpp); link it to use the engine (docs/engine.md).
 #pragma once
 
 #include <cstdint>

@@ -14,6 +14,7 @@
 
 #include <concepts>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <span>
 #include <type_traits>
@@ -39,6 +40,20 @@ enum class strategy_id : std::uint16_t {
   composite = 6,
   split_window = 7,
 };
+
+/// The strategy a state file's header names, as its type is spelled ("split_stream").
+inline const char* strategy_name(std::uint16_t id) noexcept {
+  switch (static_cast<strategy_id>(id)) {
+    case strategy_id::full: return "full_cache";
+    case strategy_id::sliding_window: return "sliding_window";
+    case strategy_id::split_stream: return "split_stream";
+    case strategy_id::recurrent: return "recurrent";
+    case strategy_id::bounded: return "bounded";
+    case strategy_id::composite: return "layered";
+    case strategy_id::split_window: return "split_window";
+  }
+  return nullptr;
+}
 
 struct state_header {
   std::uint16_t strategy = 0;
@@ -237,10 +252,19 @@ inline result<std::span<const std::uint8_t>> open_state(std::span<const std::uin
   if (version != k_state_version)
     return make_status(status_code::unsupported, "state: version %u, this build reads version %u",
                        version, k_state_version);
-  if (strategy != expect.strategy)
+  if (strategy != expect.strategy) {
+    const char* written = strategy_name(strategy);
+    const char* reader = strategy_name(expect.strategy);
+    char unknown[32];
+    if (written == nullptr) {
+      std::snprintf(unknown, sizeof unknown, "unknown strategy %u", strategy);
+      written = unknown;
+    }
     return make_status(status_code::invalid_argument,
-                       "state: written by memory strategy %u, read by strategy %u", strategy,
-                       expect.strategy);
+                       "state: written by %s, read by %s: a state loads only into the strategy "
+                       "that wrote it",
+                       written, reader ? reader : "?");
+  }
   if (h.n_layer != expect.n_layer || h.n_head_kv != expect.n_head_kv || h.d_k != expect.d_k ||
       h.d_v != expect.d_v)
     return make_status(status_code::invalid_argument,

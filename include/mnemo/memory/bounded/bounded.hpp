@@ -86,6 +86,10 @@ struct bounded_config {
   position_mode positions = position_mode::original;
   kv_granularity granularity = kv_granularity::per_layer;
   budget_rule rule = budget_rule::kept;
+  /// Per layer, the window its attention masks by (empty: none), as full_cache_config's:
+  /// reported with the layer's views, so a sliding-window model keeps its window on a
+  /// bounded cache (with position_mode::compact, over the renumbered positions).
+  std::vector<attention::layer_window> windows;
 
   std::size_t capacity() const noexcept { return budget + max_ubatch; }
   /// Cells a lane keeps after a call's eviction.
@@ -131,6 +135,7 @@ class bounded {
       return make_status(status_code::invalid_argument, "bounded: max_ubatch must be > 0");
     if (cfg.granularity == kv_granularity::per_kv_head && cfg.shape.n_head_kv == 0)
       return make_status(status_code::invalid_argument, "bounded: per_kv_head needs n_head_kv > 0");
+    MNEMO_RETURN_IF_ERROR(check_layer_windows("bounded", cfg.windows, cfg.shape.n_layer));
     MNEMO_RETURN_IF_ERROR(cfg.rope.validate(cfg.shape.d_k));
     bounded b;
     b.cfg_ = cfg;
@@ -156,6 +161,8 @@ class bounded {
   }
 
   const bounded_config& config() const noexcept { return cfg_; }
+  seq_id n_seq_max() const noexcept { return cfg_.n_seq_max; }
+  std::size_t n_layer() const noexcept { return cfg_.shape.n_layer; }
   const Policy& policy() const noexcept { return policy_; }
   std::size_t capacity() const noexcept { return cfg_.capacity(); }
   /// Lanes per (sequence, layer): 1 per layer, n_head_kv per KV head.
@@ -233,6 +240,10 @@ class bounded {
   /// groups of such views, head-major (streams[h * n_seq + k] is head h's part of
   /// sequence k's lane); model::attend_observed attends each group with n_head_kv 1.
   void views(std::size_t layer, std::size_t u, layer_views& out) const;
+  /// The window layer `layer`'s attention masks by (config windows; none without).
+  attention::layer_window layer_window(std::size_t layer) const noexcept {
+    return cfg_.windows.empty() ? attention::layer_window{} : cfg_.windows[layer];
+  }
 
   /// Fills `sink` with mass buffers for the sequences whose policy asks for
   /// statistics in this layer and call; false when none does (null-sink path).

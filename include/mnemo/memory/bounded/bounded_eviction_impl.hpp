@@ -9,7 +9,7 @@ namespace mnemo::memory {
 
 template <class P, dtype::kv_element KE, dtype::kv_element VE>
 void bounded<P, KE, VE>::views(std::size_t layer, std::size_t u, layer_views& out) const {
-  start_views(out, {});  // eviction keeps what its policy scores; no window masks
+  start_views(out, layer_window(layer));  // a window model's window masks as on a full cache
   if (u >= plan_.size()) return;
   const planned& pl = plan_[u];
   ++vstats_.calls;

@@ -228,7 +228,6 @@ status bounded<P, KE, VE>::seq_cp(seq_id src, seq_id dst, pos_t p0, pos_t p1) {
                            "seq_cp: sequence %d would hold %zu cells in layer %zu, capacity %zu",
                            dst, in + keep, l, capacity());
     }
-  pos_t copied_max = -1;
   for (std::size_t l = 0; l < L; ++l)
     for (std::size_t h = 0; h < lh_; ++h) {
       lane& b = mut_lane(dst, l, h);
@@ -244,14 +243,15 @@ status bounded<P, KE, VE>::seq_cp(seq_id src, seq_id dst, pos_t p0, pos_t p1) {
                     b.state.begin() + static_cast<std::ptrdiff_t>(slot * state_floats));
         std::memcpy(k_part(l, dst, slot, h), k_part(l, src, j, h), k_part_bytes());
         std::memcpy(v_part(l, dst, slot, h), v_part(l, src, j, h), v_part_bytes());
-        copied_max = std::max(copied_max, a.pos[j]);
       }
       recount(b);
     }
+  // The copy's logical end is src's within the range, evicted or not (as seq_rm and
+  // eviction keep it), so dst continues at min(ps, p1 - 1) + 1 like src would.
   pos_t& pd = pos_max_[static_cast<std::size_t>(dst)];
   if (pd >= 0 && r.p0 <= pd && pd < r.p1) pd = r.p0 - 1;
   const pos_t ps = pos_max_[static_cast<std::size_t>(src)];
-  pd = std::max(pd, r.contains(ps) ? ps : copied_max);
+  if (ps >= r.p0 && !r.empty()) pd = std::max(pd, std::min(ps, r.p1 - 1));
   return {};
 }
 

@@ -53,6 +53,8 @@ class full_cache : public cell_store<KE, VE> {
   }
 
   const full_cache_config& config() const noexcept { return cfg_; }
+  seq_id n_seq_max() const noexcept { return cfg_.n_seq_max; }
+  std::size_t n_layer() const noexcept { return cfg_.shape.n_layer; }
   bool can_shift() const noexcept { return cfg_.shift_supported; }
   /// One cell array for every sequence: any split will do.
   static simple_split split_strategy(std::uint32_t n_ubatch) noexcept { return {n_ubatch}; }

@@ -39,16 +39,6 @@ concept has_kv_layers = requires {
   typename M::k_element;
 };
 
-template <class M>
-std::size_t part_layers(const M& m) {
-  if constexpr (requires { m.config().shape.n_layer; })
-    return m.config().shape.n_layer;
-  else if constexpr (requires { m.config().stream.shape.n_layer; })  // split_window
-    return m.config().stream.shape.n_layer;
-  else
-    return m.config().n_layer;
-}
-
 /// Whether M holds no K/V, or K/V of types K and V.
 template <class M, class K, class V>
 constexpr bool kv_types_are() {
@@ -94,8 +84,7 @@ template <class... Parts>
 class layered {
   static_assert(sizeof...(Parts) >= 1 && sizeof...(Parts) < 256,
                 "layered<Parts...> routes layers to 1 to 255 parts");
-  static_assert((... && sequence_memory<Parts>),
-                "every part of layered<Parts...> must model memory::sequence_memory");
+  static_assert((... && check_memory<Parts>::value));  // a sentence per missing member
   static_assert((0 + ... + (checked_memory<Parts> ? 0 : 1)) <= 1,
                 "layered<Parts...> can keep at most one part without check_seq_* members "
                 "(seq_ops.hpp: checked_memory) all-or-nothing: add them to your strategy");
@@ -122,16 +111,22 @@ class layered {
     }
     status st;
     m.each([&](auto& p, std::size_t k) {
-      if (st.is_ok() && detail::part_layers(p) != count[k])
+      if (st.is_ok() && p.n_layer() != count[k])
         st = make_status(status_code::invalid_argument,
                          "layered: %u layers are routed to part %zu, which has %zu", count[k], k,
-                         detail::part_layers(p));
+                         p.n_layer());
     });
     if (!st.is_ok()) return st;
     return m;
   }
 
   std::size_t n_layer() const noexcept { return routes_.size(); }
+  /// The sequence ids every part was built for: the smallest of the parts'.
+  seq_id n_seq_max() const noexcept {
+    seq_id n = k_max_seq;
+    each([&](const auto& p, std::size_t) { n = std::min(n, p.n_seq_max()); });
+    return n;
+  }
   layer_route route(std::size_t layer) const noexcept { return routes_[layer]; }
   template <std::size_t I>
   auto& part() noexcept {

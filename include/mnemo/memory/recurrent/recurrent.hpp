@@ -70,6 +70,8 @@ class recurrent {
   }
 
   const recurrent_config& config() const noexcept { return cfg_; }
+  seq_id n_seq_max() const noexcept { return cfg_.n_seq_max; }
+  std::size_t n_layer() const noexcept { return cfg_.n_layer; }
   /// Bytes of one sequence's whole state (every layer, conv and ssm).
   std::size_t state_bytes() const noexcept { return slot_floats_ * sizeof(float); }
   bool can_shift() const noexcept { return true; }  // positions only, no data to rotate

@@ -102,6 +102,8 @@ class split_stream {
   }
 
   const split_stream_config& config() const noexcept { return cfg_; }
+  seq_id n_seq_max() const noexcept { return cfg_.n_seq_max; }
+  std::size_t n_layer() const noexcept { return cfg_.shape.n_layer; }
   /// Cells of every stream (logical capacity) and cells in use, summed over streams.
   std::size_t size() const noexcept { return cfg_.size_per_stream * streams_.size(); }
   std::size_t used() const noexcept {

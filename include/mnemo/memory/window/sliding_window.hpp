@@ -87,6 +87,8 @@ class sliding_window : public cell_store<KE, VE> {
   }
 
   const sliding_window_config& config() const noexcept { return cfg_; }
+  seq_id n_seq_max() const noexcept { return cfg_.n_seq_max; }
+  std::size_t n_layer() const noexcept { return cfg_.shape.n_layer; }
   using store::cells, store::seq_pos_max, store::size;
   bool in_batch() const noexcept { return tx_.open() || !plan_.empty(); }
   /// The attention parameters' window part for the layers of this memory.

@@ -69,6 +69,8 @@ class split_window {
   }
 
   const split_window_config& config() const noexcept { return cfg_; }
+  seq_id n_seq_max() const noexcept { return cfg_.n_seq_max; }
+  std::size_t n_layer() const noexcept { return cfg_.stream.shape.n_layer; }
   /// The stream (window cache) of sequence s, whose sequence 0 is s. @pre s is valid
   const window_type& stream(seq_id s) const noexcept { return streams_[idx(s)]; }
   window_type& mutable_stream(seq_id s) noexcept { return streams_[idx(s)]; }

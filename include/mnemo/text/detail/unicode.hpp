@@ -42,14 +42,16 @@ constexpr cp_class classify_slow(std::uint32_t cp) noexcept {
 
 /// The class of a code point. The Basic Multilingual Plane (where nearly all text lives)
 /// is looked up in a 64 KiB table built once on first use; the rest binary-searches the
-/// range tables.
+/// range tables. The table is a function-local static filled at run time: an initializer
+/// GCC could constant-evaluate would cost every including translation unit ~10 s of
+/// compile time evaluating 65,536 lookups.
 inline cp_class classify(std::uint32_t cp) noexcept {
-  static const auto bmp = [] {
-    std::array<cp_class, 0x10000> t{};
+  static const auto* const bmp = [] {
+    static std::array<cp_class, 0x10000> t{};
     for (std::uint32_t c = 0; c < 0x10000; ++c) t[c] = classify_slow(c);
-    return t;
+    return &t;
   }();
-  return cp < 0x10000 ? bmp[cp] : classify_slow(cp);
+  return cp < 0x10000 ? (*bmp)[cp] : classify_slow(cp);
 }
 
 }  // namespace mnemo::text::detail
