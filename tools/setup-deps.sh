@@ -19,6 +19,8 @@ packages=(
   g++-aarch64-linux-gnu  # the AArch64/NEON cross build of the tests
   qemu-user              # runs that cross build
   python3                # the C API's ctypes example and its ctest (examples/python)
+  libcpp-httplib-dev     # mnemo-server (examples/server.cpp) and its tests
+  nlohmann-json3-dev     # mnemo-server's JSON (include/mnemo/serve/openai_json.hpp)
 )
 
 if ! command -v dpkg-query >/dev/null 2>&1; then

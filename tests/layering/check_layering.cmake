@@ -26,6 +26,8 @@ set(rank_TOP 7)
 # The run-time handle sits on context.hpp and sampling.hpp; the C API on the handle.
 set(rank_engine 8)
 set(rank_c 9)
+# The server's scheduler, prefix cache and request parsing sit on the handle.
+set(rank_serve 9)
 
 # The folder ("area") of a path relative to include/mnemo/: its first component, or TOP.
 function(area_of rel out)
