@@ -210,8 +210,16 @@ TEST_F(Server, ConcurrentClientsAllGetTheirAnswer) {
 }
 
 TEST_F(Server, AFullQueueAnswers503AndDisconnectingFreesTheSlots) {
+  // Requests of earlier tests may still be finishing: start from an idle server.
+  for (int i = 0; i < 500; ++i) {
+    if (metrics_value("slots_busy") == 0 && metrics_value("queue_depth") == 0) break;
+    std::this_thread::sleep_for(10ms);
+  }
+  ASSERT_EQ(metrics_value("slots_busy"), 0);
+  ASSERT_EQ(metrics_value("queue_depth"), 0);
   const double cancelled_before = metrics_value("requests_cancelled_total").get<double>();
-  // Four long generations fill the 2 slots and the queue of 2.
+  // Four long generations fill the 2 slots and the queue of 2; only an accepted (200)
+  // stream counts as started.
   std::atomic<int> started{0};
   std::atomic<bool> stop{false};
   std::vector<std::thread> th;
@@ -223,14 +231,19 @@ TEST_F(Server, AFullQueueAnswers503AndDisconnectingFreesTheSlots) {
                         {"ignore_eos", true},
                         {"stream", true}};
       bool counted = false;
+      bool accepted = false;
       httplib::Request r;
       r.method = "POST";
       r.path = "/v1/completions";
       r.body = req.dump();
       r.set_header("Content-Type", "application/json");
       r.set_header("Authorization", std::string("Bearer ") + k_key);
+      r.response_handler = [&](const httplib::Response& res) {
+        accepted = res.status == 200;
+        return true;
+      };
       r.content_receiver = [&](const char*, std::size_t, std::uint64_t, std::uint64_t) {
-        if (!counted) {
+        if (accepted && !counted) {
           counted = true;
           ++started;
         }

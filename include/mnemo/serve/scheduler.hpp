@@ -361,7 +361,6 @@ class scheduler {
     if (why == finish_reason::error) m_.requests_failed.fetch_add(1, std::memory_order_relaxed);
     if (why == finish_reason::cancelled)
       m_.requests_cancelled.fetch_add(1, std::memory_order_relaxed);
-    s.req.sink->on_done(why, s.u, st);
     if (why != finish_reason::error) keep_prefix(s);
     (void)e_->seq_rm(s.id, -1, -1);
     index_.erase(s.id);
@@ -370,8 +369,12 @@ class scheduler {
       std::lock_guard lock(mu_);
       ++free_slots_;
     }
+    // The client hears "done" only once its slot is free, so a request it sends next
+    // finds the room this one held.
+    const auto sink = std::move(s.req.sink);
     s.req = {};
     s.tokens.clear();
+    sink->on_done(why, s.u, st);
   }
 
   /// Moves a finished sequence into a spare one (shared cells, nothing computed).
