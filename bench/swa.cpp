@@ -40,7 +40,9 @@
 #include "mnemo/gguf/writer.hpp"
 #include "mnemo/memory/full/full_cache.hpp"
 #include "mnemo/memory/layered/layered.hpp"
+#include "mnemo/memory/stream/split_stream.hpp"
 #include "mnemo/memory/window/sliding_window.hpp"
+#include "mnemo/memory/window/split_window.hpp"
 #include "mnemo/model/gemma3.hpp"
 
 namespace {

@@ -18,6 +18,8 @@
 #include "mnemo/context.hpp"
 #include "mnemo/gguf/writer.hpp"
 #include "mnemo/memory/full/full_cache.hpp"
+#include "mnemo/memory/layered/layered.hpp"
+#include "mnemo/memory/window/sliding_window.hpp"
 #include "mnemo/model/architectures.hpp"
 
 namespace {

@@ -17,6 +17,9 @@
 #include <gtest/gtest.h>
 
 #include "mnemo/context.hpp"
+#include "mnemo/memory/layered/layered.hpp"
+#include "mnemo/memory/stream/split_stream.hpp"
+#include "mnemo/memory/window/split_window.hpp"
 #include "mnemo/model/gemma3.hpp"
 
 namespace {

@@ -10,6 +10,11 @@
 // layer's window with its views; the attention mask takes it from there, so the memory
 // is the one source of the window (a full cache or split streams apply it as a mask
 // only; a sliding window also forgets by it).
+// Only the strategies' configurations and declarations are included here, so that a TU
+// using one model and one memory parses that memory alone: make_iswa needs
+// memory/layered/layered.hpp, memory/full/full_cache.hpp and
+// memory/window/sliding_window.hpp included where it is called; make_iswa_split
+// layered.hpp, memory/stream/split_stream.hpp and memory/window/split_window.hpp.
 #pragma once
 
 #include <cstdint>
@@ -17,11 +22,11 @@
 
 #include "mnemo/attention/params.hpp"
 #include "mnemo/base/result.hpp"
-#include "mnemo/memory/full/full_cache.hpp"
-#include "mnemo/memory/layered/layered.hpp"
-#include "mnemo/memory/stream/split_stream.hpp"
-#include "mnemo/memory/window/sliding_window.hpp"
-#include "mnemo/memory/window/split_window.hpp"
+#include "mnemo/memory/full/full_cache_fwd.hpp"
+#include "mnemo/memory/layered/layered_fwd.hpp"
+#include "mnemo/memory/stream/split_stream_fwd.hpp"
+#include "mnemo/memory/window/sliding_window_fwd.hpp"
+#include "mnemo/memory/window/split_window_fwd.hpp"
 #include "mnemo/model/decoder_hparams.hpp"
 
 namespace mnemo::model {

@@ -17,6 +17,7 @@
 #include "mnemo/memory/cell_store.hpp"
 #include "mnemo/memory/cells.hpp"
 #include "mnemo/memory/concepts.hpp"
+#include "mnemo/memory/full/full_cache_fwd.hpp"
 #include "mnemo/memory/kv_storage.hpp"
 #include "mnemo/memory/seq_guards.hpp"
 #include "mnemo/memory/token_checks.hpp"
@@ -25,18 +26,7 @@
 
 namespace mnemo::memory {
 
-struct full_cache_config {
-  kv_shape shape;
-  std::size_t size = 0;         // cells
-  seq_id n_seq_max = 1;         // sequence ids live in [0, n_seq_max), at most 256
-  attention::rope_config rope;  // how cached keys were rotated (for K-shift)
-  bool shift_supported = true;  // false for M-RoPE-like models: seq_add/div are refused
-  /// Per layer, the window its attention masks by (empty: none). A full cache forgets
-  /// nothing: the window is a mask only, reported with the layer's views.
-  std::vector<attention::layer_window> windows;
-};
-
-template <dtype::kv_element KE, dtype::kv_element VE = KE>
+template <dtype::kv_element KE, dtype::kv_element VE>
 class full_cache : public cell_store<KE, VE> {
   using store = cell_store<KE, VE>;
   using store::cells_, store::head_, store::plan_;

@@ -26,6 +26,7 @@
 #include "mnemo/attention/params.hpp"
 #include "mnemo/batch/strategies.hpp"
 #include "mnemo/memory/concepts.hpp"
+#include "mnemo/memory/layered/layered_fwd.hpp"
 #include "mnemo/memory/recurrent/recurrent.hpp"
 #include "mnemo/memory/seq_ops.hpp"
 #include "mnemo/memory/types.hpp"

@@ -36,6 +36,7 @@
 #include "mnemo/memory/key_rotator.hpp"
 #include "mnemo/memory/seq_guards.hpp"
 #include "mnemo/memory/stream/block_pool.hpp"
+#include "mnemo/memory/stream/split_stream_fwd.hpp"
 #include "mnemo/memory/stream/stream_undo.hpp"
 #include "mnemo/memory/stream_views.hpp"
 #include "mnemo/memory/token_checks.hpp"
@@ -43,29 +44,12 @@
 
 namespace mnemo::memory {
 
-struct split_stream_config {
-  kv_shape shape;
-  std::size_t size_per_stream = 0;  // cells per stream (n_ctx_seq)
-  seq_id n_seq_max = 1;             // streams; sequence ids live in [0, n_seq_max)
-  std::size_t block_cells = 256;    // cells per block, the copy-on-write unit
-  std::size_t pool_blocks = 0;      // 0: n_seq_max * blocks_per_stream() (docs/split-stream.md)
-  attention::rope_config rope;      // how cached keys were rotated (for K-shift)
-  bool shift_supported = true;      // false for M-RoPE-like models
-  /// Per layer, the window its attention masks by (empty: none; a mask only, as in
-  /// full_cache_config).
-  std::vector<attention::layer_window> windows;
-
-  std::size_t blocks_per_stream() const noexcept {
-    return block_cells == 0 ? 0 : (size_per_stream + block_cells - 1) / block_cells;
-  }
-};
-
 /// Block usage of a split_stream (what report() cannot express per layer).
 struct block_usage {
   std::size_t blocks = 0, free = 0, shared = 0, references = 0;
 };
 
-template <dtype::kv_element KE, dtype::kv_element VE = KE>
+template <dtype::kv_element KE, dtype::kv_element VE>
 class split_stream {
  public:
   using k_element = KE;

@@ -32,37 +32,13 @@
 #include "mnemo/memory/seq_guards.hpp"
 #include "mnemo/memory/token_checks.hpp"
 #include "mnemo/memory/types.hpp"
+#include "mnemo/memory/window/sliding_window_fwd.hpp"
 #include "mnemo/memory/window/window_rules.hpp"
 #include "mnemo/memory/window/window_undo.hpp"
 
 namespace mnemo::memory {
 
-struct sliding_window_config {
-  kv_shape shape;
-  std::size_t n_ctx = 0;         // the context a full cache would hold (cells)
-  seq_id n_seq_max = 1;          // sequence ids live in [0, n_seq_max), at most 256
-  std::uint32_t n_ubatch = 512;  // the largest micro-batch
-  attention::window_kind window = attention::window_kind::standard;
-  pos_t n_swa = 0;              // the window size
-  bool swa_full = false;        // n_ctx cells and nothing forgotten
-  std::size_t size = 0;         // cells; 0: the formula below (explicit: tests)
-  attention::rope_config rope;  // how cached keys were rotated (for K-shift)
-  bool shift_supported = true;  // false for M-RoPE-like models
-  seq_id seq_label_base = 0;    // statuses name sequence s as s + this (split_window's streams)
-
-  static constexpr std::size_t k_pad = 256;
-  /// Cells of the cache: size, else n_ctx with swa_full, else
-  /// min(n_ctx, pad(n_swa * n_seq_max + n_ubatch, 256)), as llama.cpp sizes its SWA cache.
-  std::size_t cells() const noexcept {
-    if (size != 0) return size;
-    if (swa_full || n_swa <= 0) return n_ctx;
-    const std::size_t want =
-        static_cast<std::size_t>(n_swa) * static_cast<std::size_t>(n_seq_max) + n_ubatch;
-    return std::min(n_ctx, (want + k_pad - 1) / k_pad * k_pad);
-  }
-};
-
-template <dtype::kv_element KE, dtype::kv_element VE = KE>
+template <dtype::kv_element KE, dtype::kv_element VE>
 class sliding_window : public cell_store<KE, VE> {
   using store = cell_store<KE, VE>;
   using store::cells_, store::kv_, store::head_, store::plan_;
