@@ -455,6 +455,9 @@ void run_kind(const typename Kind::model_t& m) {
   }
   EXPECT_GT(sum.compared, 0);
   EXPECT_GT(sum.failed_decodes, 0);
+  // The shortened sanitizer runs (a hundred operations or so) need not draw every kind;
+  // the full-size release runs must.
+  if (n_ops < 500) return;
   EXPECT_GT(sum.rm_suffix, 0);
   EXPECT_GT(sum.copies, 0);
   EXPECT_GT(sum.loads, 0);
