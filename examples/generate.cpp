@@ -190,7 +190,8 @@ status generate(engine& ctx, const options& o, const gguf::file* model,
   // its last one is decoded again to sample from.
   std::vector<token_id> history;
   if (o.load_session) {
-    MNEMO_ASSIGN_OR_RETURN(history, mnemo_examples::load_session_file(ctx, *model, *o.load_session));
+    MNEMO_ASSIGN_OR_RETURN(history,
+                           mnemo_examples::load_session_file(ctx, *model, *o.load_session));
     MNEMO_RETURN_IF_ERROR(echo(dec, history));
     MNEMO_RETURN_IF_ERROR(echo(dec, prompt));
     if (prompt.empty()) {

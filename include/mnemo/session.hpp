@@ -103,8 +103,7 @@ result<loaded_session> session_read(Context& ctx, std::span<const std::uint8_t> 
                        v.lists.size());
   for (memory::session_tokens& l : v.lists) {
     if (dest >= 0) l.seq = dest;
-    MNEMO_RETURN_IF_ERROR(
-        session_detail::check_list(l, ctx.n_seq_max(), ctx.n_vocab(), "session"));
+    MNEMO_RETURN_IF_ERROR(session_detail::check_list(l, ctx.n_seq_max(), ctx.n_vocab(), "session"));
   }
   MNEMO_RETURN_IF_ERROR(ctx.state_read(v.state, dest).with_context("session"));
   loaded_session out;
