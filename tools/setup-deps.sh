@@ -20,7 +20,8 @@ packages=(
   qemu-user              # runs that cross build
   python3                # the C API's ctypes example and its ctest (examples/python)
   libcpp-httplib-dev     # mnemo-server (examples/server.cpp) and its tests
-  nlohmann-json3-dev     # mnemo-server's JSON (include/mnemo/serve/openai_json.hpp)
+  nlohmann-json3-dev     # mnemo-server's JSON (include/mnemo/serve/openai_*.hpp)
+  pkg-config             # finds Debian's cpp-httplib (it ships no CMake package)
 )
 
 if ! command -v dpkg-query >/dev/null 2>&1; then
