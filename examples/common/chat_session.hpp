@@ -20,12 +20,11 @@
 #include <utility>
 #include <vector>
 
-#include "common/stop_text_filter.hpp"
-
 #include "mnemo/base/result.hpp"
 #include "mnemo/base/status.hpp"
 #include "mnemo/batch/batch.hpp"
 #include "mnemo/sampling.hpp"
+#include "mnemo/serve/stop_filter.hpp"
 #include "mnemo/text/chat_template.hpp"
 #include "mnemo/text/decoder.hpp"
 #include "mnemo/text/tokenizer.hpp"
@@ -96,14 +95,14 @@ class chat_session {
   /// Samples the reply to the last prompt(), handing each printable piece to
   /// on_piece(std::string_view) as it comes, and adds it to the conversation. Stops at
   /// the end-of-sequence token, at the template's stop text (never shown:
-  /// stop_text_filter), after n_predict tokens, or when the context is full.
+  /// serve::stop_filter), after n_predict tokens, or when the context is full.
   template <class OnPiece>
   mnemo::status respond(mnemo::sampler& smp, std::uint32_t n_predict, OnPiece&& on_piece,
                         chat_turn_report& r) {
     const auto t0 = clock::now();
     // Control tokens are rendered so that a stop text made of them is seen.
     mnemo::text::stream_decoder dec(*tok_, {.render_special = true, .text_start = false});
-    stop_text_filter filter{std::string(tmpl_.stop_text())};
+    mnemo::serve::stop_filter filter({std::string(tmpl_.stop_text())});
     const auto show = [&](std::string_view s) {
       if (!s.empty()) on_piece(s);
     };

@@ -10,19 +10,19 @@
 #include <vector>
 
 #include "common/chat_session.hpp"
-#include "common/stop_text_filter.hpp"
 #include <gtest/gtest.h>
 
 #include "mnemo/context.hpp"
 #include "mnemo/memory/full/full_cache.hpp"
 #include "mnemo/model/llama.hpp"
+#include "mnemo/serve/stop_filter.hpp"
 #include "mnemo/text/chat_template.hpp"
 #include "mnemo/text/tokenizer.hpp"
 
 namespace {
 
 using namespace mnemo;
-using mnemo_examples::stop_text_filter;
+using mnemo::serve::stop_filter;
 using cache_t = memory::full_cache<float>;
 using ctx_t = context<model::llama_model, cache_t>;
 
@@ -112,7 +112,7 @@ TEST(ChatSession, ConversationLongerThanTheContextIsAnError) {
 }
 
 TEST(StopTextFilter, HoldsBackWhatMayStartTheStopText) {
-  stop_text_filter f("<|im_end|>");
+  stop_filter f({"<|im_end|>"});
   EXPECT_EQ(f.push("Hel"), "Hel");
   EXPECT_EQ(f.push("lo<|im"), "lo");
   EXPECT_FALSE(f.stopped());
@@ -124,7 +124,7 @@ TEST(StopTextFilter, HoldsBackWhatMayStartTheStopText) {
 }
 
 TEST(StopTextFilter, ReleasesAFalseStart) {
-  stop_text_filter f("\n\n");
+  stop_filter f({"\n\n"});
   EXPECT_EQ(f.push("a\n"), "a");
   EXPECT_EQ(f.push("b\n"), "\nb");
   EXPECT_EQ(f.flush(), "\n");
@@ -133,7 +133,7 @@ TEST(StopTextFilter, ReleasesAFalseStart) {
 }
 
 TEST(StopTextFilter, StopTextInsideOnePiece) {
-  stop_text_filter f("</s>");
+  stop_filter f({"</s>"});
   EXPECT_EQ(f.push("ok</s>tail"), "ok");
   EXPECT_TRUE(f.stopped());
   EXPECT_EQ(f.text(), "ok");
@@ -141,7 +141,7 @@ TEST(StopTextFilter, StopTextInsideOnePiece) {
 
 TEST(StopTextFilter, OverlappingStarts) {
   // "aab" after "xaa": both "a" and "aa" could start it; the longer is held back
-  stop_text_filter f("aab");
+  stop_filter f({"aab"});
   EXPECT_EQ(f.push("xaa"), "x");
   EXPECT_EQ(f.push("ab"), "a");
   EXPECT_TRUE(f.stopped());
@@ -149,7 +149,7 @@ TEST(StopTextFilter, OverlappingStarts) {
 }
 
 TEST(StopTextFilter, EmptyStopTextNeverStops) {
-  stop_text_filter f("");
+  stop_filter f({""});
   EXPECT_EQ(f.push("anything"), "anything");
   EXPECT_EQ(f.flush(), "");
   EXPECT_FALSE(f.stopped());
