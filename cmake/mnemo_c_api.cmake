@@ -31,10 +31,14 @@ if(MNEMO_BUILD_ENGINE)
               "${PROJECT_SOURCE_DIR}/src/engine/attention_split.cpp"
               "${PROJECT_SOURCE_DIR}/src/engine/attention_bounded.cpp"
               "${PROJECT_SOURCE_DIR}/src/engine/attention_iswa.cpp"
-              "${PROJECT_SOURCE_DIR}/src/engine/recurrent.cpp")
+              "${PROJECT_SOURCE_DIR}/src/engine/recurrent.cpp"
+              # its models' kernels, compiled once for the files above
+              "${PROJECT_SOURCE_DIR}/src/kernels/products.cpp"
+              "${PROJECT_SOURCE_DIR}/src/kernels/attention.cpp")
   add_library(mnemo::engine ALIAS mnemo_engine)
   target_link_libraries(mnemo_engine PUBLIC mnemo::mnemo)
   target_include_directories(mnemo_engine PRIVATE "${PROJECT_SOURCE_DIR}/src")
+  target_compile_definitions(mnemo_engine PRIVATE MNEMO_EXTERN_KERNELS)
   # It also goes into the shared mnemo::c.
   set_target_properties(mnemo_engine PROPERTIES POSITION_INDEPENDENT_CODE ON EXPORT_NAME engine)
   _mnemo_compiled_flags(mnemo_engine)

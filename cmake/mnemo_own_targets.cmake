@@ -20,4 +20,22 @@ function(mnemo_strict target)
   else()
     message(FATAL_ERROR "MNEMO_ISA must be native or scalar, not '${MNEMO_ISA}'")
   endif()
+  # Our targets share one compiled copy of the native kernels; the compiled libraries
+  # (mnemo::engine, mnemo::c) carry their own, and the no-exceptions check compiles alone.
+  if(MNEMO_KERNELS_LIBRARY AND NOT target MATCHES "^mnemo_(kernels|engine|c|noexcept_check)$")
+    target_link_libraries(${target} PRIVATE mnemo_kernels)
+  endif()
 endfunction()
+
+# mnemo_kernels: the weight products and the attention kernels of the native ISA
+# (src/kernels/), compiled once instead of in every test, example and bench that runs a
+# model; MNEMO_EXTERN_KERNELS makes the headers declare them extern (docs/compile-time.md).
+# Not installed: it is compiled with our MNEMO_ISA flags.
+option(MNEMO_KERNELS_LIBRARY "Compile the native kernels once for our own targets" ON)
+if(MNEMO_KERNELS_LIBRARY)
+  add_library(mnemo_kernels STATIC ${PROJECT_SOURCE_DIR}/src/kernels/products.cpp
+                                   ${PROJECT_SOURCE_DIR}/src/kernels/attention.cpp)
+  target_link_libraries(mnemo_kernels PUBLIC mnemo::mnemo)
+  target_compile_definitions(mnemo_kernels PUBLIC MNEMO_EXTERN_KERNELS)
+  mnemo_strict(mnemo_kernels)
+endif()

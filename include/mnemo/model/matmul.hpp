@@ -427,4 +427,14 @@ void get_row(const weight& w, std::size_t r, float* out) noexcept {
   });
 }
 
+#if defined(MNEMO_EXTERN_KERNELS)
+// The products of the native ISA are compiled once, in the mnemo::kernels library
+// (src/kernels/products.cpp), not in every translation unit that runs a model
+// (docs/compile-time.md). Other ISAs are still instantiated where they are named.
+extern template void mul_mat<simd::native>(const weight&, const float*, std::size_t, std::size_t,
+                                           float*, std::size_t, int, matmul_workspace&);
+extern template void mul_mat_many<simd::native>(std::span<const product_out>, const float*,
+                                                std::size_t, std::size_t, int, matmul_workspace&);
+#endif
+
 }  // namespace mnemo::model
