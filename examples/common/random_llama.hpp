@@ -4,9 +4,9 @@
 // q/k norms; phi3: fused attn_qkv and gate|up; gemma2: post-norms, tied output, a
 // window of 4096 on every other layer; llama3: a Llama with Llama 3.1's RoPE scaling as
 // converted files carry it, a rope_freqs tensor and freq_base 500000), for speed
-// comparisons between them. Weights are
-// N(0, sigma^2) with sigma = 1/sqrt(fan_in) (embedding sigma 1, norms 1 + N(0, 0.01)),
-// as in the test fixtures, so activations keep unit scale.
+// comparisons between them. Weights are N(0, sigma^2) with sigma = 1/sqrt(fan_in)
+// (embedding sigma 1, norms 1 + N(0, 0.01)), as in the test fixtures, so activations
+// keep unit scale.
 //
 // The vocabulary is copied from another GGUF (tokenizer.ggml.* keys) when one is
 // given, else a byte vocabulary is made up: <unk> <s> </s>, the 256 byte tokens
