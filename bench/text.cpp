@@ -1,6 +1,7 @@
 // bench/text: tokenizer throughput on ~1 MiB of text per vocabulary family.
 //
-//   encode/<vocab>        text -> ids (add_special off, parse_special off), bytes/s of input
+//   encode/<vocab>        text -> ids (add_special off, parse_special off), bytes/s of input;
+//                         BPE's word cache starts empty in every pass
 //   decode/<vocab>        ids -> text through stream_decoder, bytes/s of output
 //   pre_tokenize/<pre>    the pre-tokenizer alone (text -> pieces) for a tokenizer.ggml.pre
 //                         name, on the gpt-2 text; "gpt-2/engine" runs GPT-2's rules through
@@ -94,6 +95,7 @@ void bm_encode(benchmark::State& state, const std::string& vocab_file) {
   ids.reserve(c.ids.size());
   for (auto _ : state) {
     ids.clear();
+    scratch.bpe.words.clear();  // every pass starts cold: no word is known from the last
     c.tok->encode_append(c.text, ids, scratch, {.add_special = false});
     benchmark::DoNotOptimize(ids.data());
   }

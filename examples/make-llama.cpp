@@ -1,5 +1,6 @@
 // make-llama: writes a deterministic random-weight Llama GGUF of any shape, or the same
-// shape as another attention architecture (--arch qwen2|qwen3|phi3|gemma2).
+// shape as another attention architecture (--arch llama3|qwen2|qwen3|phi3|gemma2; llama3 is
+// a Llama with Llama 3.1 RoPE scaling).
 //
 //   make-llama OUT.gguf [--arch NAME] [--n-vocab N] [--n-embd N] [--n-layer N] [--n-head N]
 //              [--n-head-kv N] [--n-ff N] [--n-ctx N] [--swa N] [--type TYPE]
@@ -21,12 +22,13 @@
 namespace {
 
 int usage() {
-  std::fprintf(stderr,
-               "usage: make-llama OUT.gguf [--arch llama|qwen2|qwen3|phi3|gemma2] [--n-vocab N]\n"
-               "       [--n-embd N] [--n-layer N] [--n-head N]\n"
-               "       [--n-head-kv N] [--n-ff N] [--n-ctx N] [--swa N]\n"
-               "       [--type f32|f16|bf16|q8_0|q4_0|q4_1|q5_0|q5_1|q2_K|q3_K|q4_K|q5_K|q6_K]\n"
-               "       [--tied] [--seed S] [--vocab-from F]\n");
+  std::fprintf(
+      stderr,
+      "usage: make-llama OUT.gguf [--arch llama|llama3|qwen2|qwen3|phi3|gemma2] [--n-vocab N]\n"
+      "       [--n-embd N] [--n-layer N] [--n-head N]\n"
+      "       [--n-head-kv N] [--n-ff N] [--n-ctx N] [--swa N]\n"
+      "       [--type f32|f16|bf16|q8_0|q4_0|q4_1|q5_0|q5_1|q2_K|q3_K|q4_K|q5_K|q6_K]\n"
+      "       [--tied] [--seed S] [--vocab-from F]\n");
   return 2;
 }
 

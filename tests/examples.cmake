@@ -102,6 +102,26 @@ if(MNEMO_BUILD_EXAMPLES)
                          FIXTURES_REQUIRED mnemo_tiny_llama_${type} LABELS examples)
   endforeach()
 
+  # make-llama's other architecture shapes (the speed comparison's models of
+  # docs/performance.md, here tiny) load as their architecture and decode through the
+  # engine: gemma2 on its default memory, the windowed composite.
+  foreach(variant IN ITEMS "llama3|full" "qwen2|full" "qwen3|full" "phi3|full" "gemma2|iswa")
+    string(REPLACE "|" ";" parts "${variant}")
+    list(GET parts 0 arch)
+    list(GET parts 1 mem)
+    set(model "${CMAKE_CURRENT_BINARY_DIR}/examples-tiny-${arch}.gguf")
+    add_test(NAME examples.make-tiny-arch.${arch}
+             COMMAND make-llama "${model}" --arch ${arch} --n-vocab 512 --n-embd 128
+                     --n-layer 2 --n-head 4 --n-head-kv 2 --n-ff 256 --seed 3)
+    set_tests_properties(examples.make-tiny-arch.${arch} PROPERTIES
+                         FIXTURES_SETUP mnemo_tiny_${arch} LABELS examples)
+    add_test(NAME examples.generate.arch.${arch}
+             COMMAND generate "${model}" --tokens 1,40,41,42 -n 8 --temp 0 --threads 1)
+    set_tests_properties(examples.generate.arch.${arch} PROPERTIES
+                         FIXTURES_REQUIRED mnemo_tiny_${arch} LABELS examples
+                         PASS_REGULAR_EXPRESSION "generated: 8 tokens.*memory ${mem},")
+  endforeach()
+
   # The engine's split strategy against llama.cpp's logits (mnemo-replay).
   if(EXISTS "${MNEMO_FIXTURES_DIR}/llama-tiny.gguf")
     add_test(NAME examples.replay.llama-tiny.multi.split

@@ -2,9 +2,11 @@
 // benchmarks' 155M model and the eviction quality harness's model. `arch` writes the
 // same shape as another attention architecture instead (qwen2: Q/K/V biases; qwen3:
 // q/k norms; phi3: fused attn_qkv and gate|up; gemma2: post-norms, tied output, a
-// window of 4096 on every other layer), for speed comparisons between them. Weights are
-// N(0, sigma^2) with sigma = 1/sqrt(fan_in) (embedding sigma 1, norms 1 + N(0, 0.01)),
-// as in the test fixtures, so activations keep unit scale.
+// window of 4096 on every other layer; llama3: a Llama with Llama 3.1's RoPE scaling as
+// converted files carry it, a rope_freqs tensor and freq_base 500000), for speed
+// comparisons between them. Weights are N(0, sigma^2) with sigma = 1/sqrt(fan_in)
+// (embedding sigma 1, norms 1 + N(0, 0.01)), as in the test fixtures, so activations
+// keep unit scale.
 //
 // The vocabulary is copied from another GGUF (tokenizer.ggml.* keys) when one is
 // given, else a byte vocabulary is made up: <unk> <s> </s>, the 256 byte tokens
@@ -23,11 +25,12 @@
 #include "mnemo/dtype/weight_encode.hpp"
 #include "mnemo/gguf/file.hpp"
 #include "mnemo/gguf/writer.hpp"
+#include "mnemo/model/rope_scaling.hpp"
 
 namespace mnemo_examples {
 
 struct random_llama_config {
-  std::string arch = "llama";  // llama, qwen2, qwen3, phi3 or gemma2
+  std::string arch = "llama";  // llama, llama3, qwen2, qwen3, phi3 or gemma2
   std::uint32_t n_vocab = 32000;
   std::uint32_t n_embd = 1024;
   std::uint32_t n_layer = 8;
@@ -151,14 +154,17 @@ inline mnemo::status write_random_llama(const random_llama_config& c, const std:
   const std::uint32_t head_dim = c.n_embd / c.n_head;
   const std::uint32_t n_embd_kv = head_dim * c.n_head_kv;
 
-  const std::string& a = c.arch;
+  const bool llama3 = c.arch == "llama3";  // GGUF arch llama, with rope scaling
+  const std::string a = llama3 ? "llama" : c.arch;
   if (a != "llama" && a != "qwen2" && a != "qwen3" && a != "phi3" && a != "gemma2")
     return make_status(status_code::invalid_argument,
-                       "random llama: arch '%s' (llama, qwen2, qwen3, phi3, gemma2)", a.c_str());
+                       "random llama: arch '%s' (llama, llama3, qwen2, qwen3, phi3, gemma2)",
+                       c.arch.c_str());
+  const float rope_base = llama3 ? 500000.0f : c.rope_base;
   const std::string k = a + ".";
   mnemo::gguf::writer w;
   w.add_string("general.architecture", a);
-  w.add_string("general.name", "mnemo random " + a);
+  w.add_string("general.name", "mnemo random " + c.arch);
   w.add<std::uint32_t>(k + "context_length", c.n_ctx);
   w.add<std::uint32_t>(k + "embedding_length", c.n_embd);
   w.add<std::uint32_t>(k + "block_count", c.n_layer);
@@ -167,7 +173,7 @@ inline mnemo::status write_random_llama(const random_llama_config& c, const std:
   w.add<std::uint32_t>(k + "attention.head_count_kv", c.n_head_kv);
   w.add<float>(k + "attention.layer_norm_rms_epsilon", c.rms_eps);
   w.add<std::uint32_t>(k + "rope.dimension_count", head_dim);
-  w.add<float>(k + "rope.freq_base", c.rope_base);
+  w.add<float>(k + "rope.freq_base", rope_base);
   w.add<std::uint32_t>(k + "vocab_size", c.n_vocab);
   if (c.sliding_window > 0) w.add<std::uint32_t>(k + "attention.sliding_window", c.sliding_window);
   if (c.vocab_from.empty()) {
@@ -195,6 +201,10 @@ inline mnemo::status write_random_llama(const random_llama_config& c, const std:
     for (float& x : v) x = 0.1f * g.normal();
     w.add_tensor_f32(name, {n}, v);
   };
+  if (llama3)  // Llama 3.1's own parameters: factor 8, low 1, high 4, original context 8192
+    w.add_tensor_f32(
+        "rope_freqs.weight", {head_dim / 2},
+        mnemo::model::llama3_rope_factors(head_dim, rope_base, 8.0f, 1.0f, 4.0f, 8192.0f));
   mat("token_embd.weight", c.n_embd, c.n_vocab, 1.0f);
   for (std::uint32_t l = 0; l < c.n_layer; ++l) {
     const std::string p = "blk." + std::to_string(l) + ".";

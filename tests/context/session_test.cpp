@@ -1,13 +1,15 @@
 // Session files (mnemo/session.hpp): a state with its model's fingerprint and each
 // sequence's tokens. Round trips of the whole memory and of one sequence continue with
 // the logits of the context that never stopped; a session of another model (same K/V
-// shapes, so the state alone would load) is refused naming both; a plain state file
-// still loads; every truncation and every flipped byte is refused with the memory as
-// it was; session_write refuses token lists that do not describe the memory.
+// shapes, so the state alone would load) is refused naming both, and so is one of a
+// model with another RoPE scaling; a plain state file still loads; every truncation
+// and every flipped byte is refused with the memory as it was; session_write refuses
+// token lists that do not describe the memory.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -18,6 +20,7 @@
 #include "mnemo/memory/full/full_cache.hpp"
 #include "mnemo/memory/full/full_cache_state.hpp"
 #include "mnemo/model/fingerprint.hpp"
+#include "mnemo/model/rope_scaling.hpp"
 #include "mnemo/session.hpp"
 
 namespace {
@@ -88,6 +91,61 @@ TEST(Session, FingerprintCoversShapesNotWeights) {
   auto same_shapes = mnemo_test::make_tiny_llama(spec(96, 99));
   ASSERT_TRUE(same_shapes) << same_shapes.error().to_string();
   EXPECT_EQ(a.fingerprint, model::fingerprint(same_shapes->file()).fingerprint);
+}
+
+TEST(Session, RopeScalingIsPartOfTheModel) {
+  // Keys cached under one RoPE scaling are wrong under another: a model that differs
+  // only in its scaling keys, or only in the values of its rope_freqs tensor (Llama
+  // 3.1 files hold their scaling there alone), is another model to a session.
+  const auto scaled = [](std::function<void(gguf::writer&)> extra) {
+    mnemo_test::tiny_llama_spec s = spec(96, 7);
+    s.extra = std::move(extra);
+    auto m = mnemo_test::make_tiny_llama(s);
+    EXPECT_TRUE(m.is_ok()) << m.error().to_string();
+    return m;
+  };
+  const auto linear = [](float factor) {
+    return [factor](gguf::writer& w) {
+      w.add_string("llama.rope.scaling.type", "linear");
+      w.add<float>("llama.rope.scaling.factor", factor);
+    };
+  };
+  const auto freqs = [](float factor) {  // rope_freqs [n_rot / 2 = 8]
+    return [factor](gguf::writer& w) {
+      w.add_tensor_f32("rope_freqs.weight", {8},
+                       model::llama3_rope_factors(16, 10000.0f, factor, 1.0f, 4.0f, 64.0f));
+    };
+  };
+  auto lin2 = scaled(linear(2.0f)), lin4 = scaled(linear(4.0f));
+  auto f8 = scaled(freqs(8.0f)), f8_again = scaled(freqs(8.0f)), f32 = scaled(freqs(32.0f));
+  ASSERT_TRUE(lin2 && lin4 && f8 && f8_again && f32);
+  ASSERT_NE(f8->hparams().rope_global.freq_factors, f32->hparams().rope_global.freq_factors);
+  const std::uint64_t fps[] = {
+      model::fingerprint(tiny().file()).fingerprint, model::fingerprint(lin2->file()).fingerprint,
+      model::fingerprint(lin4->file()).fingerprint, model::fingerprint(f8->file()).fingerprint,
+      model::fingerprint(f32->file()).fingerprint};
+  for (std::size_t i = 0; i < std::size(fps); ++i)
+    for (std::size_t j = i + 1; j < std::size(fps); ++j)
+      EXPECT_NE(fps[i], fps[j]) << "models " << i << " and " << j << " share a fingerprint";
+  EXPECT_EQ(model::fingerprint(f8->file()).fingerprint,
+            model::fingerprint(f8_again->file()).fingerprint);
+
+  // A session of the factor-8 model: its twin resumes it, the factor-32 model refuses it
+  // (the K/V shapes and the state header's RoPE fields match, so nothing else would).
+  auto a = make_ctx(*f8);
+  const auto t = tokens(6, 5);
+  decode_seq(a, t, 0);
+  const auto list = memory::session_tokens::from_start(0, t);
+  std::vector<std::uint8_t> bytes;
+  ASSERT_TRUE(session_write(a, model::fingerprint(f8->file()), -1, {&list, 1}, bytes));
+  auto twin = make_ctx(*f8_again);
+  EXPECT_TRUE(session_read(twin, bytes, model::fingerprint(f8_again->file())));
+  auto other = make_ctx(*f32);
+  const auto before = state_of(other);
+  auto r = session_read(other, bytes, model::fingerprint(f32->file()));
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code(), status_code::invalid_argument) << r.error().to_string();
+  EXPECT_EQ(state_of(other), before);
 }
 
 TEST(Session, WholeMemoryRoundTripContinuesExactly) {

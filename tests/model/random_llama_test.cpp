@@ -1,5 +1,6 @@
 // The examples' random Llama writer: the shapes and keys a Llama loader reads, the
-// weight statistics it promises, determinism per seed, and refused shapes.
+// weight statistics it promises, determinism per seed, refused shapes, and that the
+// other architecture shapes it writes load as those architectures.
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -10,6 +11,7 @@
 #include "common/small_llama.hpp"
 #include <gtest/gtest.h>
 
+#include "mnemo/model/architectures.hpp"
 #include "mnemo/model/matmul.hpp"
 #include "mnemo/model/weight.hpp"
 
@@ -142,6 +144,51 @@ TEST(RandomLlama, CopiesAVocabulary) {
   std::remove(path.c_str());
   c.n_vocab = 512;  // a vocabulary of another size is refused
   EXPECT_EQ(mnemo_examples::write_random_llama(c, path).code(),
+            mnemo::status_code::invalid_argument);
+}
+
+TEST(RandomLlama, EveryArchitectureShapeLoadsAsThatArchitecture) {
+  struct arch_case {
+    const char* arch;
+    const char* gguf_arch;
+  };
+  for (const arch_case a :
+       {arch_case{"llama", "llama"}, arch_case{"llama3", "llama"}, arch_case{"qwen2", "qwen2"},
+        arch_case{"qwen3", "qwen3"}, arch_case{"phi3", "phi3"}, arch_case{"gemma2", "gemma2"}}) {
+    SCOPED_TRACE(a.arch);
+    random_llama_config c = small_config(element_type::f32);
+    c.arch = a.arch;
+    const std::string path = temp_path(a.arch);
+    ASSERT_TRUE(mnemo_examples::write_random_llama(c, path).is_ok());
+    // the loaders refuse a tensor their recipe does not name and miss none it needs
+    auto m = mnemo::model::open_attention_decoder(path);
+    ASSERT_TRUE(m.is_ok()) << m.error().to_string();
+    EXPECT_EQ(m->recipe().name, a.gguf_arch);
+    const auto& h = m->hparams();
+    EXPECT_EQ(h.n_layer, c.n_layer);
+    EXPECT_EQ(h.d_k, c.n_embd / c.n_head);
+    const std::string arch = a.arch;
+    if (arch == "llama3") {
+      EXPECT_EQ(h.rope_global.freq_base, 500000.0f);
+      EXPECT_EQ(h.rope_global.freq_factors,
+                mnemo::model::llama3_rope_factors(h.n_rot, 500000.0f, 8.0f, 1.0f, 4.0f, 8192.0f));
+      EXPECT_GT(h.rope_global.freq_factors.back(), 1.0f) << "no pair is scaled";
+    } else {
+      EXPECT_TRUE(h.rope_global.freq_factors.empty());
+    }
+    if (arch == "gemma2") {
+      EXPECT_TRUE(m->tied_output());
+      EXPECT_EQ(h.is_swa, (std::vector<std::uint8_t>{1, 0})) << "a window on every other layer";
+      EXPECT_EQ(h.attn_softcap, 50.0f);
+      EXPECT_EQ(h.final_softcap, 30.0f);
+    } else {
+      EXPECT_EQ(h.n_local(), 0u);
+    }
+    std::remove(path.c_str());
+  }
+  random_llama_config c = small_config(element_type::f32);
+  c.arch = "mamba";
+  EXPECT_EQ(mnemo_examples::write_random_llama(c, temp_path("mamba")).code(),
             mnemo::status_code::invalid_argument);
 }
 

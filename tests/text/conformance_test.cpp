@@ -76,6 +76,37 @@ TEST_P(Conformance, MatchesLlamaCpp) {
   EXPECT_EQ(failures, 0);
 }
 
+TEST_P(Conformance, OneScratchForEveryStringGivesTheSameIds) {
+  // One scratch over all strings, twice: BPE's word cache is filled in the first pass
+  // and answers nearly every word of the second.
+  const mnemo::text::encode_options plain{.add_special = false, .parse_special = false};
+  mnemo::text::encode_scratch scratch;
+  for (int pass = 0; pass < 2; ++pass)
+    for (std::size_t i = 0; i < inputs_.size(); ++i) {
+      std::vector<token_id> got;
+      tok_->encode_append(inputs_[i], got, scratch, plain);
+      ASSERT_EQ(got, expected_[i]) << GetParam() << " pass " << pass << " string " << i << ": \""
+                                   << escape(inputs_[i]) << "\"";
+    }
+}
+
+TEST(WordCache, FollowsTheVocabularyItIsUsedWith) {
+  // gpt-2 and starcoder give one word different ids: a scratch that encoded with one
+  // must not answer the other from its cache.
+  const std::string dir = mnemo_test::tokenizer_fixture_dir();
+  auto a = mnemo::text::tokenizer::open(dir + "/ggml-vocab-gpt-2.gguf");
+  auto b = mnemo::text::tokenizer::open(dir + "/ggml-vocab-starcoder.gguf");
+  if (!a.is_ok() || !b.is_ok()) GTEST_SKIP() << "fixtures not found under " << MNEMO_FIXTURES_DIR;
+  const std::string text = "Hello world, the cache follows its vocabulary";
+  ASSERT_NE(a->encode(text), b->encode(text));
+  mnemo::text::encode_scratch scratch;
+  for (const auto* tok : {&*a, &*b, &*a, &*b}) {
+    std::vector<token_id> got;
+    tok->encode_append(text, got, scratch, {});
+    EXPECT_EQ(got, tok->encode(text)) << (tok == &*a ? "gpt-2" : "starcoder");
+  }
+}
+
 TEST_P(Conformance, DecodeInvertsEncode) {
   if (!round_trips()) GTEST_SKIP() << "this tokenizer does not round-trip in llama.cpp either";
   for (const bool add_special : {false, true}) {

@@ -1,14 +1,18 @@
 // A model's fingerprint: a hash of what decides the meaning of its cached state, so a
 // session file written with one model is refused by another (docs/sessions.md). It
 // covers every tensor's name, ggml type and shape, general.architecture and every
-// `<arch>.*` hyper-parameter, but not the weights (hashing gigabytes at every load
-// would cost more than the decode it saves) nor the tokenizer keys.
+// `<arch>.*` hyper-parameter (the `rope.scaling.*` keys among them), and the values of
+// the RoPE frequency tensors (`rope_freqs`: Llama 3.1 files carry their scaling only
+// there, and cached keys were rotated with it), but not the other weights (hashing
+// gigabytes at every load would cost more than the decode it saves) nor the tokenizer
+// keys.
 //
 // Two files with the same shapes and hyper-parameters but other weights share a
 // fingerprint: the name (general.name) is stored beside it to tell them apart in
 // messages, and the check is against mistakes, not malice.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -31,6 +35,10 @@ class hasher {
   void put(std::string_view s) {
     put(static_cast<std::uint64_t>(s.size()));
     memory::byte_writer(bytes_).put_bytes(s.data(), s.size());
+  }
+  void put_bytes(const std::byte* p, std::size_t n) {
+    put(static_cast<std::uint64_t>(n));
+    memory::byte_writer(bytes_).put_bytes(p, n);
   }
   std::uint64_t digest() const { return memory::checksum64(bytes_); }
 
@@ -76,6 +84,12 @@ inline void put_value(hasher& h, const gguf::kv& v) {
   }
 }
 
+/// Tensors whose values decide how keys are rotated (llama.cpp's names): hashed whole.
+inline bool rotates_keys(std::string_view tensor_name) noexcept {
+  return tensor_name == "rope_freqs.weight" || tensor_name == "rope_factors_long.weight" ||
+         tensor_name == "rope_factors_short.weight";
+}
+
 }  // namespace fingerprint_detail
 
 /// The fingerprint of a GGUF model file (any architecture, also one mnemo cannot run).
@@ -97,6 +111,7 @@ inline memory::session_model fingerprint(const gguf::file& f) {
     h.put(t.ggml_type);
     h.put(t.n_dims);
     for (std::uint64_t d : t.dims) h.put(d);
+    if (fingerprint_detail::rotates_keys(t.name)) h.put_bytes(t.data.data(), t.data.size());
   }
   memory::session_model m;
   m.fingerprint = h.digest();

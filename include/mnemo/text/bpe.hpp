@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -26,6 +27,7 @@
 #include "mnemo/text/detail/byte_map.hpp"
 #include "mnemo/text/detail/code_point_props.hpp"
 #include "mnemo/text/detail/utf8.hpp"
+#include "mnemo/text/detail/word_cache.hpp"
 #pragma pop_macro("MNEMO_TEXT_DETAIL_OK_")
 
 namespace mnemo::text {
@@ -53,6 +55,7 @@ struct bpe_scratch {
   std::string mapped;  // a word through the byte map (ignore_merges lookups)
   std::vector<symbol> symbols;
   std::vector<bigram> heap;
+  detail::word_cache<token_id> words;  // words met before, with their ids
 };
 
 namespace detail {
@@ -163,10 +166,18 @@ inline void bpe_encode_word(const vocab& v, std::string_view word, std::vector<t
 inline void bpe_encode_pieces(const vocab& v, std::string_view text, std::vector<token_id>& out,
                               bpe_scratch& s) {
   v.splitter()->split(text, s.word_ends, s.pre);
+  s.words.bind(v.serial());
   std::size_t begin = 0;
   for (const std::size_t end : s.word_ends) {
-    bpe_encode_word(v, text.substr(begin, end - begin), out, s);
+    const std::string_view word = text.substr(begin, end - begin);
     begin = end;
+    if (!s.words.cacheable(word)) {
+      bpe_encode_word(v, word, out, s);
+    } else if (!s.words.find(word, out)) {
+      const std::size_t first = out.size();
+      bpe_encode_word(v, word, out, s);
+      s.words.insert(word, std::span<const token_id>(out).subspan(first));
+    }
   }
 }
 

@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -66,8 +67,14 @@ class vocab {
     vocab v;
     status s = v.load(f);
     if (!s.is_ok()) return std::move(s).with_context("tokenizer");
+    static std::atomic<std::uint64_t> loaded{0};
+    v.serial_ = ++loaded;
     return v;
   }
+
+  /// A number no other vocabulary loaded by this process has (copies share it): what
+  /// caches of encoded words are keyed on.
+  std::uint64_t serial() const noexcept { return serial_; }
 
   std::size_t size() const noexcept { return types_.size(); }
   bool contains(token_id id) const noexcept {
@@ -145,6 +152,7 @@ class vocab {
   status load_merges(const gguf::file& f);
   void build_pieces();
 
+  std::uint64_t serial_ = 0;
   tokenizer_family family_ = tokenizer_family::spm;
   std::optional<pre_tokenizer> splitter_;
   bool whitespace_model_ = false, lowercase_ = false;
