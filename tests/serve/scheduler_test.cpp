@@ -1,9 +1,10 @@
 // serve::scheduler on the llama-tiny fixture: a request served from the prefix cache
 // gives the logits of the same request computed from scratch (split streams and the
-// unified cache), chunked prefill keeps a running reply at one token per step and
-// shares the budget evenly, a finished or cancelled request frees its slot, kept
-// prefixes stay within their share (least recently used dropped first), and a full
-// queue or a prompt longer than a slot is refused without touching anyone else.
+// unified cache; also when it waited for a slot reading the same prefix), chunked
+// prefill keeps a running reply at one token per step and shares the budget evenly, a
+// finished or cancelled request frees its slot, kept prefixes stay within their share
+// (least recently used dropped first), and a full queue or a prompt longer than a slot
+// is refused without touching anyone else.
 #include <cmath>
 #include <cstdint>
 #include <memory>
@@ -153,6 +154,38 @@ TEST_P(CachedPrefix, ARunningRequestLendsItsPrefix) {
   auto c = submit(*cold.sched, other, 3);
   run_until_done(*cold.sched, *c);
   expect_same_rows(*b, *c);
+}
+
+TEST_P(CachedPrefix, ARequestWaitsForASlotReadingItsPrefix) {
+  scheduler_options so{
+      .n_slots = 3, .n_cached = 0, .n_ctx_slot = 128, .step_tokens = 16, .block_tokens = 8};
+  OPEN_OR_SKIP(s, so, GetParam());
+  const std::uint32_t nv = s.eng->n_vocab();
+  const std::vector<token_id> shared = random_tokens(45, 9, nv);
+  std::vector<std::vector<token_id>> prompts(3, shared);
+  for (std::size_t i = 0; i < prompts.size(); ++i)
+    for (token_id t : random_tokens(4 + i, 10 + i, nv)) prompts[i].push_back(t);
+  for (std::size_t i = 0; i < prompts.size(); ++i)  // they part right after it
+    prompts[i][shared.size()] = static_cast<token_id>(3 + i);
+  std::vector<std::shared_ptr<recorder>> r;
+  for (const auto& p : prompts) r.push_back(submit(*s.sched, p, 3));  // arrive together
+  std::size_t decoded = 0;
+  for (int i = 0; i < 100 && !(r[0]->done && r[1]->done && r[2]->done); ++i) {
+    s.sched->step();
+    decoded += s.sched->last_step().n_prompt;
+  }
+  std::size_t own = prompts[0].size();
+  for (std::size_t i = 1; i < r.size(); ++i) {
+    ASSERT_TRUE(r[i]->done);
+    EXPECT_EQ(r[i]->u.cached_tokens, shared.size()) << "request " << i;
+    own += prompts[i].size() - shared.size();
+  }
+  EXPECT_EQ(decoded, own) << "the shared prefix was read more than once";
+
+  OPEN_OR_SKIP(cold, so, GetParam());
+  auto c = submit(*cold.sched, prompts[2], 3);
+  run_until_done(*cold.sched, *c);
+  expect_same_rows(*r[2], *c);
 }
 
 INSTANTIATE_TEST_SUITE_P(Memories, CachedPrefix,

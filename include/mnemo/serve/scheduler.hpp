@@ -7,8 +7,11 @@
 // Prefix cache: a prefix_index over the running sequences and over finished prefixes
 // kept in n_cached spare sequences. An admitted request copies the longest shared
 // prefix with seq_cp (cells shared, copy-on-write under split streams) and decodes only
-// its suffix. Kept prefixes hold at most cache_budget() tokens and are dropped least
-// recently used first, also whenever a decode finds no room.
+// its suffix. A request whose prompt shares more with a slot still reading its prompt
+// waits for that slot to read the shared part and copies it then, so clients arriving
+// together with one system prompt read it once. Kept prefixes hold at most
+// cache_budget() tokens and are dropped least recently used first, also whenever a
+// decode finds no room.
 //
 //   auto s = scheduler::make(eng, opts);          // eng opened with engine_options_for
 //   (*s)->submit(std::move(req));                 // any thread
@@ -124,6 +127,11 @@ class scheduler {
     for (slot& s : slots_)
       if (s.busy && s.req.cancelled->load(std::memory_order_relaxed))
         finish(s, finish_reason::cancelled, {});
+    for (slot& s : slots_)
+      if (s.busy && s.waiting() && leader_done(s)) {
+        s.leader = -1;
+        attach_prefix(s);
+      }
     last_ = {};
     std::uint32_t n_tokens = 0;
     for (slot& s : slots_) {
@@ -188,8 +196,14 @@ class scheduler {
     usage u;
     std::uint64_t admitted = 0;
     std::vector<token_id> added;  // this step's tokens
-    bool wants_output = false;    // its last added token predicts the next
-    std::int32_t out = -1;        // the output row of the last decode
+    // Waiting for slot `leader` (the request it admitted at `leader_admitted`) to read
+    // the first `lead_length` prompt tokens, which this prompt shares.
+    seq_id leader = -1;
+    std::uint64_t leader_admitted = 0;
+    std::size_t lead_length = 0;
+    bool waiting() const noexcept { return leader >= 0; }
+    bool wants_output = false;  // its last added token predicts the next
+    std::int32_t out = -1;      // the output row of the last decode
     bool generating() const noexcept { return tokens.size() >= req.prompt.size(); }
   };
 
@@ -256,11 +270,52 @@ class scheduler {
         sampler::make(s.req.params.sampling(s.admitted * 0x9e3779b97f4a7c15ull)).value()));
     s.dec.emplace(*e_->tokenizer());
     s.stops = stop_filter(s.req.params.stop);
+    s.leader = -1;
+    s.lead_length = 0;
     (void)e_->seq_rm(s.id, -1, -1);
-    // Reuse the longest cached prefix, keeping at least one prompt token to decode: its
-    // logits start the reply.
-    const prefix_index::match m =
-        index_.longest(s.req.prompt, s.req.prompt.size() - 1, [&](seq_id h) { return h != s.id; });
+    index_.assign(s.id, {}, clock_);
+    m_.prompt_tokens.fetch_add(s.req.prompt.size(), std::memory_order_relaxed);
+    if (!follow_reader(s)) attach_prefix(s);
+  }
+
+  /// Keeps at least one prompt token to decode: its logits start the reply.
+  prefix_index::match cached_match(const slot& s) const {
+    return index_.longest(s.req.prompt, s.req.prompt.size() - 1,
+                          [&](seq_id h) { return h != s.id; });
+  }
+
+  /// Waits for a slot still reading a prompt that shares at least a block more than the
+  /// memory holds, rather than reading the same tokens beside it. false: no such slot.
+  bool follow_reader(slot& s) {
+    const std::size_t held = cached_match(s).length;
+    const auto& p = s.req.prompt;
+    for (const slot& o : slots_) {
+      if (&o == &s || !o.busy || o.waiting() || o.generating()) continue;
+      const std::size_t n = std::min(
+          p.size() - 1,
+          static_cast<std::size_t>(
+              std::mismatch(p.begin(), p.end(), o.req.prompt.begin(), o.req.prompt.end()).first -
+              p.begin()));
+      if (n >= held + o_.block_tokens && n > s.lead_length) {
+        s.leader = o.id;
+        s.leader_admitted = o.admitted;
+        s.lead_length = n;
+      }
+    }
+    return s.waiting();
+  }
+
+  /// The leader has read the shared part, or has gone (finished, failed, cancelled):
+  /// either way the index now knows what there is to copy.
+  bool leader_done(const slot& s) const {
+    const slot& l = slots_[static_cast<std::size_t>(s.leader)];
+    return !l.busy || l.admitted != s.leader_admitted || l.tokens.size() >= s.lead_length;
+  }
+
+  /// Copies the longest prefix the memory holds into the slot.
+  void attach_prefix(slot& s) {
+    s.lead_length = 0;
+    const prefix_index::match m = cached_match(s);
     if (m.length > 0 && e_->seq_cp(m.holder, s.id, 0, static_cast<pos_t>(m.length)).is_ok()) {
       s.tokens.assign(s.req.prompt.begin(),
                       s.req.prompt.begin() + static_cast<std::ptrdiff_t>(m.length));
@@ -272,7 +327,6 @@ class scheduler {
       (void)e_->seq_rm(s.id, -1, -1);
     }
     index_.assign(s.id, s.tokens, clock_);
-    m_.prompt_tokens.fetch_add(s.req.prompt.size(), std::memory_order_relaxed);
   }
 
   /// Prompt tokens under the budget left after the generating slots: an even share
@@ -281,7 +335,7 @@ class scheduler {
     std::uint32_t budget = o_.step_tokens > used ? o_.step_tokens - used : 0;
     std::vector<slot*> reading;
     for (slot& s : slots_)
-      if (s.busy && !s.generating()) reading.push_back(&s);
+      if (s.busy && !s.generating() && !s.waiting()) reading.push_back(&s);
     std::sort(reading.begin(), reading.end(),
               [](const slot* a, const slot* c) { return a->admitted < c->admitted; });
     auto pending = [](const slot* s) {
@@ -365,6 +419,7 @@ class scheduler {
     (void)e_->seq_rm(s.id, -1, -1);
     index_.erase(s.id);
     s.busy = false;
+    s.leader = -1;
     {
       std::lock_guard lock(mu_);
       ++free_slots_;
