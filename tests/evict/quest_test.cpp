@@ -7,12 +7,16 @@
 // status. Seeds are printed on failure.
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <vector>
 
 #include "common/splitmix64.hpp"
+#include "evict/needle_model.hpp"
 #include <gtest/gtest.h>
 
 #include "mnemo/dtype/rows.hpp"
+#include "mnemo/evict/last_recent.hpp"
 #include "mnemo/evict/quest_attend.hpp"
 
 namespace {
@@ -255,3 +259,86 @@ TEST(EvictQuest, BadInputGetsAStatus) {
 }
 
 }  // namespace
+
+// ---- the needle model (docs/eviction.md, quality table) -------------------------------
+namespace needle {
+
+using namespace evict_test;
+const bool k_big = std::getenv("MNEMO_EVICT_BIG") != nullptr;
+
+/// Quest over the needle model's sequence: the cache holds every token, each decode
+/// row reads `budget / page` pages per KV head. Returns the decode rows' outputs and
+/// whether head 0's pages held the needle at the question.
+std::pair<std::vector<float>, bool> run_quest(const needle_model& nm, const synthetic& s,
+                                              std::size_t budget, std::size_t page) {
+  const std::size_t d = needle_model::d, row = 2 * d, n_prefill = nm.spec().n_prompt - 1;
+  evict::quest_config qc{page, std::max<std::size_t>(1, budget / page), 2, d, true};
+  auto ix = evict::quest_index::make(qc).value();
+  std::vector<pos_t> pos(s.n_tokens);
+  for (std::size_t j = 0; j < s.n_tokens; ++j) pos[j] = static_cast<pos_t>(j);
+  const attention::shape sh{2, 2, d, d};
+  attention::params ap;
+  ap.scale = 0.25f;
+  attention::workspace ws;
+  evict::quest_scratch scr;
+  std::vector<float> out, o(row);
+  bool kept = false;
+  for (std::size_t t = 0; t < s.n_tokens; ++t) {
+    ix.append(&s.k[t * row]);
+    if (t < n_prefill) continue;
+    ix.select(&s.q[t * row], 1);
+    if (t == n_prefill)
+      for (std::uint32_t p : ix.selected(0))
+        kept |= static_cast<pos_t>(p * page) <= s.needle &&
+                s.needle < static_cast<pos_t>((p + 1) * page);
+    const attention::kv_segment cells{s.k.data(), s.v.data(), row * 4, row * 4,
+                                      pos.data(), nullptr,    t + 1};
+    const seq_id seq[1] = {0};
+    const attention::query_batch qb{&s.q[t * row], 1, &pos[t], seq, nullptr};
+    EXPECT_TRUE((evict::quest_attend<simd::native, float, float>(ix, cells, sh, ap, qb, o.data(),
+                                                                 ws, scr, {1})
+                     .is_ok()));
+    out.insert(out.end(), o.begin(), o.end());
+  }
+  return {out, kept};
+}
+
+// Head 0's question query has only channel 0, where filler keys are 0 and the
+// needle's is 1: every filler page bounds to 0 and the needle's page to the logit,
+// so Quest reads it at any budget of two pages or more.
+TEST(EvictQuest, NeedleModelReadsTheNeedlePage) {
+  const std::size_t n_prompt = k_big ? 2048 : 512, n_seeds = k_big ? 8 : 3, page = 16;
+  std::printf(
+      "| quest (page %zu) | budget | needle read | answer right | top-1 | first div | KL |\n",
+      page);
+  for (std::size_t b : {n_prompt / 16, n_prompt / 8, n_prompt / 4, n_prompt / 2, 2 * n_prompt}) {
+    int kept = 0, right = 0;
+    double agree = 0, div = 0, kl = 0;
+    for (std::uint64_t seed = 1; seed <= n_seeds; ++seed) {
+      needle_spec sp;
+      sp.n_prompt = n_prompt;
+      sp.seed = seed;
+      sp.depth = 0.1 + 0.15 * static_cast<double>(seed % 3);
+      const needle_model nm(sp);
+      const synthetic s = nm.rows(nm.full_sequence());
+      const run_result full = run_synthetic(s, n_prompt - 1, 32, s.n_tokens, evict::last_recent{});
+      const auto [out, read] = run_quest(nm, s, b, page);
+      const quality q = needle_quality(nm, full, out, read, 2 * needle_model::d);
+      EXPECT_TRUE(q.needle_kept && q.answer_right) << "budget " << b << " seed " << seed;
+      if (b >= n_prompt + sp.n_decode) {
+        EXPECT_EQ(q.top1_agreement, 1.0) << "seed " << seed;
+        EXPECT_LT(q.kl, 1e-9) << "seed " << seed;
+      }
+      kept += q.needle_kept;
+      right += q.answer_right;
+      agree += q.top1_agreement;
+      div += static_cast<double>(q.first_divergence);
+      kl += q.kl;
+    }
+    const double ns = static_cast<double>(n_seeds);
+    std::printf("| quest | %zu | %d/%zu | %d/%zu | %.2f | %.1f | %.4f |\n", b, kept, n_seeds, right,
+                n_seeds, agree / ns, div / ns, kl / ns);
+  }
+}
+
+}  // namespace needle
