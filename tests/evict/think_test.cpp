@@ -7,15 +7,19 @@
 // head's 1/sqrt(d_k); prune ratio 0 gives the plain kernel; bad configs get a status.
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <set>
 #include <vector>
 
 #include "common/splitmix64.hpp"
+#include "evict/needle_model.hpp"
 #include <gtest/gtest.h>
 
 #include "mnemo/attention/attend.hpp"
 #include "mnemo/attention/reference.hpp"
 #include "mnemo/dtype/rows.hpp"
+#include "mnemo/evict/last_recent.hpp"
 #include "mnemo/evict/think.hpp"
 
 namespace {
@@ -240,3 +244,83 @@ TEST(EvictThink, BadConfigGetsAStatus) {
 }
 
 }  // namespace
+
+// ---- the needle model (docs/eviction.md, quality table) -------------------------------
+namespace needle {
+
+using namespace evict_test;
+const bool k_big = std::getenv("MNEMO_EVICT_BIG") != nullptr;
+
+/// ThinK over the needle model's sequence: channels chosen at the end of the prefill
+/// from the last `window` prefill queries (the question is not among them) and the
+/// prefill's keys; every decode row attends every token's pruned key. Returns the
+/// decode rows' outputs and whether head 0 kept channel 0 (the needle's).
+std::pair<std::vector<float>, bool> run_think(const needle_model& nm, const synthetic& s,
+                                              double ratio, std::size_t window) {
+  const std::size_t d = needle_model::d, row = 2 * d, n_prefill = nm.spec().n_prompt - 1;
+  const evict::think_config tc{2, 1, d, attention::rope_layout::normal, 0, ratio};
+  auto t = evict::think_pruner::make(tc).value();
+  t.choose(&s.q[(n_prefill - window) * row], window, s.k.data(), n_prefill);
+  const std::size_t kc = t.kept_channels();
+  std::vector<float> kp(s.n_tokens * 2 * kc), qg(2 * kc);
+  t.prune_keys(s.k.data(), s.n_tokens, kp.data());
+  std::vector<pos_t> pos(s.n_tokens);
+  for (std::size_t j = 0; j < s.n_tokens; ++j) pos[j] = static_cast<pos_t>(j);
+  const attention::shape sh = t.pruned_shape({2, 2, d, d});
+  attention::params ap;
+  ap.scale = 0.25f;
+  attention::workspace ws;
+  std::vector<float> out, o(row);
+  for (std::size_t r = n_prefill; r < s.n_tokens; ++r) {
+    const attention::kv_segment seg{kp.data(),  s.v.data(), 2 * kc * 4, row * 4,
+                                    pos.data(), nullptr,    r + 1};
+    const attention::kv_view view{std::span(&seg, 1)};
+    t.gather_queries(&s.q[r * row], 1, qg.data());
+    const seq_id seq[1] = {0};
+    const attention::query_batch qb{qg.data(), 1, &pos[r], seq, nullptr};
+    EXPECT_TRUE((attention::attend<simd::native, float, float>(sh, ap, qb, std::span(&view, 1),
+                                                               o.data(), ws, {1})
+                     .is_ok()));
+    out.insert(out.end(), o.begin(), o.end());
+  }
+  return {out, t.channels(0)[0] == 0};
+}
+
+// Head 0's queries live in channel 0 alone, so its pair (0, 1) is the only one with a
+// nonzero score and survives every ratio: the needle is always found. The recency
+// head loses pairs, which the table measures.
+TEST(EvictThink, NeedleModelKeepsTheNeedleChannel) {
+  const std::size_t n_prompt = k_big ? 2048 : 512, n_seeds = k_big ? 8 : 3;
+  std::printf(
+      "| think (window 8) | pairs dropped | needle channel | answer right | top-1 | first "
+      "div | KL |\n");
+  for (double ratio : {0.0, 0.125, 0.25, 0.5, 0.75}) {
+    int kept = 0, right = 0;
+    double agree = 0, div = 0, kl = 0;
+    for (std::uint64_t seed = 1; seed <= n_seeds; ++seed) {
+      needle_spec sp;
+      sp.n_prompt = n_prompt;
+      sp.seed = seed;
+      sp.depth = 0.1 + 0.15 * static_cast<double>(seed % 3);
+      const needle_model nm(sp);
+      const synthetic s = nm.rows(nm.full_sequence());
+      const run_result full = run_synthetic(s, n_prompt - 1, 32, s.n_tokens, evict::last_recent{});
+      const auto [out, ch0] = run_think(nm, s, ratio, 8);
+      const quality q = needle_quality(nm, full, out, ch0, 2 * needle_model::d);
+      EXPECT_TRUE(q.needle_kept && q.answer_right) << "ratio " << ratio << " seed " << seed;
+      if (ratio == 0.0) {
+        EXPECT_LT(q.kl, 1e-9) << "seed " << seed;
+      }
+      kept += q.needle_kept;
+      right += q.answer_right;
+      agree += q.top1_agreement;
+      div += static_cast<double>(q.first_divergence);
+      kl += q.kl;
+    }
+    const double ns = static_cast<double>(n_seeds);
+    std::printf("| think | %g | %d/%zu | %d/%zu | %.2f | %.1f | %.4f |\n", ratio, kept, n_seeds,
+                right, n_seeds, agree / ns, div / ns, kl / ns);
+  }
+}
+
+}  // namespace needle
