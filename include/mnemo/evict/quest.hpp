@@ -92,8 +92,17 @@ class quest_index {
     const std::size_t off = (page * cfg_.n_head_kv + h) * cfg_.d_k;
     const float* lo = lo_.data() + off;
     const float* hi = hi_.data() + off;
+    // Eight independent partial sums: a single running sum is a dependency chain the
+    // compiler may not reorder (no fast-math), and this loop is Quest's whole cost.
+    constexpr std::size_t W = 8;
+    float acc[W] = {};
+    std::size_t c = 0;
+    for (; c + W <= cfg_.d_k; c += W)
+      for (std::size_t i = 0; i < W; ++i)
+        acc[i] += std::max(q[c + i] * lo[c + i], q[c + i] * hi[c + i]);
+    for (; c < cfg_.d_k; ++c) acc[c % W] += std::max(q[c] * lo[c], q[c] * hi[c]);
     float u = 0.0f;
-    for (std::size_t c = 0; c < cfg_.d_k; ++c) u += std::max(q[c] * lo[c], q[c] * hi[c]);
+    for (float a : acc) u += a;
     return u;
   }
 
