@@ -6,8 +6,8 @@
 // handed to attention (B + 1 with budget_rule::kept, B with budget_rule::read).
 // BM_attend_plain is the same attention with attend() directly: streaming_llm's
 // null-sink path must cost the same. The `_per_head` variants keep per-KV-head lanes
-// (8 attention calls of one KV head each, queries gathered and outputs scattered,
-// counted as attention); compare their attn_us with the per-layer rows.
+// (one attention call per layer, each (token, KV head) a row over its head's own
+// cells); compare their attn_us with the per-layer rows.
 #include <chrono>
 #include <cmath>
 #include <cstdlib>

@@ -439,7 +439,7 @@ class bounded {
   std::vector<std::size_t> want_, rows_of_seq_;
   std::vector<evict::signal_set> sig_;
   std::vector<std::uint32_t> row_of_;  // [n_tokens] row within its sequence's signals
-  std::vector<float> lse_all_;         // [lanes, n_tokens, query heads per lane]
+  std::vector<float> lse_all_;         // [n_tokens, n_head] (lanes split the heads)
   std::vector<float> logits_;
   std::vector<float*> logit_ptr_;  // [lanes_per_layer, n_seq of the micro-batch]
   std::vector<float> lse_lane_, query_lane_;

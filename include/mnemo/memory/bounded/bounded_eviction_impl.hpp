@@ -143,7 +143,7 @@ evict::attention_signals bounded<P, KE, VE>::lane_signals(const planned& pl, std
     if (pl.token_seq[j] != k || !rows_[j]) continue;
     row_pos_.push_back(ln.pos[pl.slots[(j * L + layer) * lh_ + head]]);
     if (sg.has(signal::lse)) {
-      const float* src = lse_all_.data() + (head * n_tok + j) * qh;
+      const float* src = lse_all_.data() + (j * lh_ + head) * qh;  // [n_tokens, n_head]
       lse_lane_.insert(lse_lane_.end(), src, src + qh);
     }
     if (sg.has(signal::query)) {  // q: [n_tokens, n_head, d_k]; the lane's heads
