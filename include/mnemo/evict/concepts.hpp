@@ -279,4 +279,14 @@ concept key_channel_pruner = requires(T& t, const T& ct, const float* x, std::si
   ct.gather_queries(x, n, static_cast<float*>(nullptr));
 };
 
+/// A policy whose memory allocates per-head budgets at run time across the KV heads of
+/// a (sequence, layer) (AdaKV, evict/adakv.hpp): `static constexpr bool head_allocation`
+/// and `double alpha`, the safeguard share.
+template <class P>
+concept head_allocating = requires(const P& p) {
+  { P::head_allocation } -> std::convertible_to<bool>;
+  { p.alpha } -> std::convertible_to<double>;
+}
+&&P::head_allocation;
+
 }  // namespace mnemo::evict
