@@ -17,6 +17,7 @@
 #include <benchmark/benchmark.h>
 
 #include "mnemo/base/rng.hpp"
+#include "mnemo/evict/adakv.hpp"
 #include "mnemo/evict/h2o.hpp"
 #include "mnemo/evict/h2o_normalised.hpp"
 #include "mnemo/evict/h2o_vlen.hpp"
@@ -183,6 +184,9 @@ BENCHMARK(BM_decode_step_per_head<evict::h2o>)->ArgName("B")->Arg(1024)->Arg(409
 BENCHMARK(BM_decode_step_per_head<evict::tova>)->ArgName("B")->Arg(1024)->Arg(4096);
 BENCHMARK(BM_decode_step_per_head<evict::snapkv>)->ArgName("B")->Arg(1024)->Arg(4096);
 BENCHMARK(BM_decode_step_read<evict::h2o>)->ArgName("B")->Arg(1024);
+// AdaKV: per-head lanes in one shared pool, budgets allocated over the heads per step.
+BENCHMARK(BM_decode_step_per_head<evict::adakv<evict::h2o>>)->ArgName("B")->Arg(1024);
+BENCHMARK(BM_decode_step_per_head<evict::adakv<evict::tova>>)->ArgName("B")->Arg(1024);
 BENCHMARK(BM_decode_step_per_head_read<evict::h2o>)->ArgName("B")->Arg(1024);
 
 // ---- Quest and ThinK (read selection and key-channel pruning) -------------------------

@@ -9,13 +9,18 @@
 // and state files get a status.
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <set>
+#include <string>
 
-#include "evict/harness.hpp"
+#include "evict/needle_model.hpp"
 #include <gtest/gtest.h>
 
 #include "mnemo/evict/adakv.hpp"
 #include "mnemo/evict/h2o.hpp"
+#include "mnemo/evict/snapkv.hpp"
+#include "mnemo/evict/tova.hpp"
 #include "mnemo/memory/bounded/bounded_state.hpp"
 
 namespace {
@@ -218,6 +223,71 @@ TEST(EvictAdakv, AttentionScorerKeepsTheTotal) {
   for (float x : r.out) ASSERT_TRUE(std::isfinite(x));
 }
 
+// A transaction of several micro-batches evicts in one head's lane and reuses the cell
+// for another head's token; rollback restores every lane and every row byte for byte.
+TEST(EvictAdakv, RollbackAcrossMicroBatchesIsExact) {
+  const synthetic s = random_rows(60, 4, 2, 5);
+  memory::bounded_config c;
+  c.shape = {1, 4, 16, 16};
+  c.budget = 6;
+  c.max_ubatch = 4;
+  c.rope.layout = attention::rope_layout::none;
+  c.granularity = memory::kv_granularity::per_kv_head;
+  auto m = memory::bounded<ev::adakv<planted>, float>::make(c).value();
+  const attention::shape sh{8, 4, 16, 16};
+  attention::params ap;
+  ap.scale = 0.25f;
+  attention::workspace ws;
+  memory::layer_views lv;
+  std::vector<float> out(4 * 8 * 16);
+  // Runs tokens [t0, t0 + 4 n) as n micro-batches of 4 in one transaction.
+  auto run = [&](std::size_t t0, std::size_t n) {
+    std::vector<std::vector<pos_t>> pos(n, std::vector<pos_t>(4));
+    std::vector<seq_id> seq(4, 0);
+    std::vector<seq_set> sets(4, seq_set::of(0));
+    std::vector<memory::ubatch_tokens> ubs;
+    for (std::size_t u = 0; u < n; ++u) {
+      for (std::size_t j = 0; j < 4; ++j) pos[u][j] = static_cast<pos_t>(t0 + 4 * u + j);
+      ubs.push_back({pos[u], sets});
+    }
+    ASSERT_TRUE(m.prepare(ubs).is_ok());
+    for (std::size_t u = 0; u < n; ++u) {
+      ASSERT_TRUE(m.apply(u, ubs[u]).is_ok());
+      const std::size_t t = t0 + 4 * u;
+      for (std::size_t j = 0; j < 4; ++j)
+        m.write_kv(0, u, j, &s.k[(t + j) * 4 * 16], &s.v[(t + j) * 4 * 16]);
+      m.views(0, u, lv);
+      const attention::query_batch qb{&s.q[t * 8 * 16], 4, pos[u].data(), seq.data(), nullptr};
+      ASSERT_TRUE((model::attend_observed<simd::native, float, float>(m, 0, u, sh, ap, qb, lv,
+                                                                      out.data(), ws, {1})
+                       .is_ok()));
+    }
+  };
+  run(0, 3);
+  m.commit();
+  auto snapshot = [&] {
+    std::vector<float> bytes;
+    for (std::size_t h = 0; h < 4; ++h) {
+      const auto& ln = m.lane_of(0, 0, h);
+      for (std::size_t j = 0; j < ln.pos.size(); ++j) {
+        bytes.push_back(static_cast<float>(ln.pos[j]));
+        if (ln.pos[j] < 0) continue;
+        const float* k = m.k_part(0, 0, j, h);
+        const float* v = m.v_part(0, 0, j, h);
+        bytes.insert(bytes.end(), k, k + 16);
+        bytes.insert(bytes.end(), v, v + 16);
+        bytes.push_back(ln.state[j]);
+      }
+    }
+    return bytes;
+  };
+  const std::vector<float> before = snapshot();
+  run(12, 3);
+  EXPECT_NE(snapshot(), before);
+  m.rollback();
+  EXPECT_EQ(snapshot(), before);
+}
+
 TEST(EvictAdakv, BadConfigAndStateFilesGetAStatus) {
   memory::bounded_config c;
   c.shape = {1, 2, 16, 16};
@@ -236,3 +306,53 @@ TEST(EvictAdakv, BadConfigAndStateFilesGetAStatus) {
 }
 
 }  // namespace
+
+// ---- the needle model (docs/eviction.md, quality table) -------------------------------
+namespace needle {
+
+using namespace evict_test;
+const bool k_big = std::getenv("MNEMO_EVICT_BIG") != nullptr;
+
+// AdaKV around per-head scorers on the hand-wired needle model (2 KV heads: the
+// retrieval head and the recency head get their own budgets from one pool).
+TEST(EvictAdakv, NeedleModelTable) {
+  const std::size_t n_prompt = k_big ? 2048 : 512, n_seeds = k_big ? 8 : 3;
+  run_options o;
+  o.granularity = memory::kv_granularity::per_kv_head;
+  auto table = [&](const char* name, auto policy) {
+    for (std::size_t b : {n_prompt / 16, n_prompt / 8, n_prompt / 4, n_prompt / 2}) {
+      int kept = 0, right = 0;
+      double agree = 0, div = 0, kl = 0;
+      for (std::uint64_t seed = 1; seed <= n_seeds; ++seed) {
+        needle_spec sp;
+        sp.n_prompt = n_prompt;
+        sp.seed = seed;
+        sp.depth = 0.1 + 0.15 * static_cast<double>(seed % 3);
+        const needle_model nm(sp);
+        const synthetic s = nm.rows(nm.full_sequence());
+        const run_result full = run_synthetic(s, n_prompt - 1, 32, s.n_tokens, planted{});
+        const quality q = measure_needle(nm, s, full, b, policy, o);
+        if (std::string(name).find("tova") != std::string::npos) {
+          EXPECT_TRUE(q.answer_right) << name << " budget " << b << " seed " << seed;
+        }
+        kept += q.needle_kept;
+        right += q.answer_right;
+        agree += q.top1_agreement;
+        div += static_cast<double>(q.first_divergence);
+        kl += q.kl;
+      }
+      const double ns = static_cast<double>(n_seeds);
+      std::printf("| %s | %zu | %d/%zu | %d/%zu | %.2f | %.1f | %.4f |\n", name, b, kept, n_seeds,
+                  right, n_seeds, agree / ns, div / ns, kl / ns);
+    }
+  };
+  ev::adakv<ev::h2o> h;
+  h.recent = 8;
+  table("adakv h2o", h);
+  table("adakv tova", ev::adakv<ev::tova>{});
+  ev::adakv<ev::snapkv> sn;
+  sn.window = 8;
+  table("adakv snapkv", sn);
+}
+
+}  // namespace needle

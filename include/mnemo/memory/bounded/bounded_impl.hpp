@@ -31,6 +31,13 @@ void bounded<P, KE, VE>::touch(seq_id s, std::size_t layer, std::size_t head) {
 template <class P, dtype::kv_element KE, dtype::kv_element VE>
 void bounded<P, KE, VE>::save_row(seq_id s, std::size_t layer, std::size_t head, std::size_t slot) {
   if (!tx_open_) return;
+  if constexpr (pooled) {  // the cell may have been another head's at the start
+    for (std::size_t h = 0; h < lh_; ++h) {
+      touch(s, layer, h);
+      if (snaps_[static_cast<std::size_t>(snap_of_[lane_index(s, layer, h)])].pos[slot] >= 0)
+        head = h;
+    }
+  }
   touch(s, layer, head);
   snapshot& sn = snaps_[static_cast<std::size_t>(snap_of_[lane_index(s, layer, head)])];
   if (sn.pos[slot] < 0 || sn.saved[slot]) return;  // free at the start: nothing to keep
