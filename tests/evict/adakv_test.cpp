@@ -198,6 +198,11 @@ TEST(EvictAdakv, RaggedBudgetsCostUniformBytes) {
   w.head_budgets.assign(4, largest);
   auto widest = memory::bounded<planted, float>::make(w).value();
   EXPECT_LT(pooled.report().total_bytes, widest.report().total_bytes);
+  // The pool after the model's run: every head's cells fill n_head_kv x B of it.
+  const run_result r = run_synthetic(s, 128, 8, B, p, run_options{.granularity = c.granularity});
+  std::size_t held = 0;
+  for (const auto& k : r.kept_per_lane) held += k.size();
+  EXPECT_EQ(held, 4 * B);
   std::printf(
       "AdaKV B %zu: pooled %zu bytes = uniform %zu bytes; lanes for the largest head "
       "(%zu) %zu bytes\n",

@@ -48,7 +48,9 @@ void bounded<P, KE, VE>::allocate_heads(const seq_step& ss, std::size_t layer) {
       // The head's safeguard: its own top `forced` cells stay.
       const auto b = all.begin() + static_cast<std::ptrdiff_t>(first);
       const std::size_t f = std::min(forced, ln.live);
-      std::sort(b, all.end(), [](const key& x, const key& y) { return y < x; });
+      if (f > 0 && f < ln.live)  // the head's top f first (in any order), the rest after
+        std::nth_element(b, b + static_cast<std::ptrdiff_t>(f - 1), all.end(),
+                         [](const key& x, const key& y) { return y < x; });
       head_kept_[h] = f;
       n_forced += f;
       rest.insert(rest.end(), b + static_cast<std::ptrdiff_t>(f), all.end());

@@ -350,7 +350,9 @@ memory_report bounded<P, KE, VE>::report() const {
   r.cells = cells / lh_;  // token cells (per KV head: rows of one head each)
   for (seq_id s = 0; s < cfg_.n_seq_max; ++s) {
     std::size_t n = 0;  // layer 0 stands for all; per head: its fullest lane
-    for (std::size_t h = 0; h < lh_; ++h) n = std::max(n, lane_of(s, 0, h).live);
+    for (std::size_t h = 0; h < lh_; ++h)
+      n = pooled ? n + lane_of(s, 0, h).live : std::max(n, lane_of(s, 0, h).live);
+    if (pooled) n = (n + lh_ - 1) / lh_;  // the pool's cells in token cells
     r.cells_used += n;
     if (n) r.cells_per_seq.push_back({s, n});
   }
