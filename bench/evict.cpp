@@ -184,7 +184,8 @@ BENCHMARK(BM_decode_step_per_head<evict::h2o>)->ArgName("B")->Arg(1024)->Arg(409
 BENCHMARK(BM_decode_step_per_head<evict::tova>)->ArgName("B")->Arg(1024)->Arg(4096);
 BENCHMARK(BM_decode_step_per_head<evict::snapkv>)->ArgName("B")->Arg(1024)->Arg(4096);
 BENCHMARK(BM_decode_step_read<evict::h2o>)->ArgName("B")->Arg(1024);
-// AdaKV: per-head lanes in one shared pool, budgets allocated over the heads per step.
+// AdaKV: per-head lanes in one shared pool, budgets allocated over the heads per step
+// (each head's view spans the pool: cells_read counts the pool prefix).
 BENCHMARK(BM_decode_step_per_head<evict::adakv<evict::h2o>>)->ArgName("B")->Arg(1024);
 BENCHMARK(BM_decode_step_per_head<evict::adakv<evict::tova>>)->ArgName("B")->Arg(1024);
 BENCHMARK(BM_decode_step_per_head_read<evict::h2o>)->ArgName("B")->Arg(1024);
