@@ -10,7 +10,10 @@
 // scores). Per-head lanes store one KV
 // head per row, each lane's rows contiguous ([n_seq, n_head_kv, capacity] rows of
 // d_k), so the bytes are the same as per layer and attention for KV head h streams
-// that lane's dense prefix (model::attend_observed calls the kernel once per KV head).
+// that lane's dense prefix (model::attend_observed attends every head in one call).
+// A head-allocating policy (AdaKV, evict/adakv.hpp) pools the heads instead: the lanes
+// of a (sequence, layer) share n_head_kv x capacity one-head rows, each lane owning
+// the cells it holds, and their kept sizes are allocated together after each call.
 //
 // Layout: each lane has capacity = budget + max_ubatch slots (the slack holds one
 // micro-batch of a sequence before eviction), positions and policy state per slot,
