@@ -6,8 +6,8 @@
 // handed to attention (B + 1 with budget_rule::kept, B with budget_rule::read).
 // BM_attend_plain is the same attention with attend() directly: streaming_llm's
 // null-sink path must cost the same. The `_per_head` variants keep per-KV-head lanes
-// (8 attention calls of one KV head each, queries gathered and outputs scattered,
-// counted as attention); compare their attn_us with the per-layer rows.
+// (one attention call per layer, each (token, KV head) a row over its head's own
+// cells); compare their attn_us with the per-layer rows.
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -17,14 +17,17 @@
 #include <benchmark/benchmark.h>
 
 #include "mnemo/base/rng.hpp"
+#include "mnemo/evict/adakv.hpp"
 #include "mnemo/evict/h2o.hpp"
 #include "mnemo/evict/h2o_normalised.hpp"
 #include "mnemo/evict/h2o_vlen.hpp"
 #include "mnemo/evict/keyformer.hpp"
+#include "mnemo/evict/quest_attend.hpp"
 #include "mnemo/evict/random_evict.hpp"
 #include "mnemo/evict/scissorhands.hpp"
 #include "mnemo/evict/snapkv.hpp"
 #include "mnemo/evict/streaming_llm.hpp"
+#include "mnemo/evict/think.hpp"
 #include "mnemo/evict/tova.hpp"
 #include "mnemo/memory/bounded/bounded.hpp"
 #include "mnemo/model/attend_observed.hpp"
@@ -181,7 +184,152 @@ BENCHMARK(BM_decode_step_per_head<evict::h2o>)->ArgName("B")->Arg(1024)->Arg(409
 BENCHMARK(BM_decode_step_per_head<evict::tova>)->ArgName("B")->Arg(1024)->Arg(4096);
 BENCHMARK(BM_decode_step_per_head<evict::snapkv>)->ArgName("B")->Arg(1024)->Arg(4096);
 BENCHMARK(BM_decode_step_read<evict::h2o>)->ArgName("B")->Arg(1024);
+// AdaKV: per-head lanes in one shared pool, budgets allocated over the heads per step
+// (each head's view spans the pool: cells_read counts the pool prefix).
+BENCHMARK(BM_decode_step_per_head<evict::adakv<evict::h2o>>)->ArgName("B")->Arg(1024);
+BENCHMARK(BM_decode_step_per_head<evict::adakv<evict::tova>>)->ArgName("B")->Arg(1024);
 BENCHMARK(BM_decode_step_per_head_read<evict::h2o>)->ArgName("B")->Arg(1024);
+
+// ---- Quest and ThinK (read selection and key-channel pruning) -------------------------
+// Same geometry (f16, d 128, 8 KV heads x group 4, 1 thread), one decode row over a
+// dense run of `ctx` cells as a full cache holds them.
+struct dense_cells {
+  std::size_t n;
+  std::vector<E> k, v;
+  std::vector<float> kf;  // the keys in f32 (what the index and the pruner see)
+  std::vector<pos_t> pos;
+  std::vector<float> q, out;
+  dense_cells(std::size_t n_cells, std::size_t dk) : n(n_cells) {
+    splitmix64 g{7};
+    kf.resize(n * k_hkv * dk);
+    k.resize(kf.size());
+    v.resize(n * k_hkv * k_d);
+    for (float& x : kf) x = static_cast<float>(g.normal());
+    for (std::size_t i = 0; i < kf.size(); ++i) k[i] = dtype::f16::from_float(kf[i]);
+    for (E& x : v) x = dtype::f16::from_float(static_cast<float>(g.normal()));
+    pos.resize(n);
+    for (std::size_t j = 0; j < n; ++j) pos[j] = static_cast<pos_t>(j);
+    q.resize(k_hkv * k_group * k_d);
+    for (float& x : q) x = static_cast<float>(g.normal());
+    out.resize(k_hkv * k_group * k_d);
+  }
+};
+
+/// Quest: bookkeeping = appending the step's key to the page metadata + selecting the
+/// top pages; attention = quest_attend over the selected pages. B = cells read
+/// (top_pages x page), ctx = cells held. The selection reads every page's min/max
+/// (f32, 2 / page of the held keys' elements), so its share grows with ctx / B. bytes_read /
+/// full_bytes: K/V (and page metadata) bytes one step reads against attending every cell.
+void BM_quest_step(benchmark::State& state) {
+  using clk = std::chrono::steady_clock;
+  const std::size_t B = static_cast<std::size_t>(state.range(0)),
+                    ctx = static_cast<std::size_t>(state.range(1)),
+                    page = static_cast<std::size_t>(state.range(2));
+  dense_cells c(ctx, k_d);
+  const evict::quest_config qc{page, B / page, k_hkv, k_d, true};
+  auto ix = evict::quest_index::make(qc).value();
+  auto tail = evict::quest_index::make(qc).value();  // times append without growing ix
+  for (std::size_t j = 0; j < ctx; ++j) ix.append(&c.kf[j * k_hkv * k_d]);
+  const attention::shape sh{k_hkv * k_group, k_hkv, k_d, k_d};
+  attention::params ap;
+  ap.scale = 1.0f / std::sqrt(float(k_d));
+  attention::workspace ws;
+  evict::quest_scratch scr;
+  const attention::kv_segment cells{
+      c.k.data(), c.v.data(), k_hkv * k_d * sizeof(E), k_hkv * k_d * sizeof(E), c.pos.data(),
+      nullptr,    ctx};
+  const pos_t qpos[1] = {static_cast<pos_t>(ctx - 1)};
+  const seq_id qseq[1] = {0};
+  const attention::query_batch qb{c.q.data(), 1, qpos, qseq, nullptr};
+  double attn = 0, book = 0;
+  std::size_t step = 0;
+  for (auto _ : state) {
+    const auto t0 = clk::now();
+    if (tail.n_cells() == page) tail.clear();
+    tail.append(&c.kf[(step++ % ctx) * k_hkv * k_d]);
+    ix.select(c.q.data(), k_group);
+    const auto t1 = clk::now();
+    (void)evict::quest_attend<simd::native, E, E>(ix, cells, sh, ap, qb, c.out.data(), ws, scr,
+                                                  {1});
+    const auto t2 = clk::now();
+    book += std::chrono::duration<double, std::nano>(t1 - t0).count();
+    attn += std::chrono::duration<double, std::nano>(t2 - t1).count();
+  }
+  const double n = static_cast<double>(state.iterations());
+  state.counters["attn_us"] = attn / n / 1e3;
+  state.counters["book_us"] = book / n / 1e3;
+  state.counters["book/attn"] = book / attn;
+  state.counters["bytes_read"] = static_cast<double>(evict::quest_bytes_read<E, E>(ix, sh));
+  state.counters["full_bytes"] = static_cast<double>(ctx * k_hkv * k_d * 2 * sizeof(E));
+}
+BENCHMARK(BM_quest_step)
+    ->ArgNames({"B", "ctx", "page"})
+    ->Args({1024, 2048, 16})
+    ->Args({1024, 4096, 16})
+    ->Args({1024, 4096, 64})
+    ->Args({1024, 16384, 64});
+
+/// ThinK at budget B cells: bookkeeping = pruning the step's key and gathering the
+/// query (the channel choice runs once, at the end of the prefill: choose_us);
+/// attention = the kernel over keys of kept_channels() (prune ratio 0.5: 64 of 128).
+/// attn_full_us: the same attention over unpruned keys.
+void BM_think_step(benchmark::State& state) {
+  using clk = std::chrono::steady_clock;
+  const std::size_t B = static_cast<std::size_t>(state.range(0));
+  dense_cells c(B, k_d);
+  const evict::think_config tc{k_hkv, k_group, k_d, attention::rope_layout::normal, 0, 0.5};
+  auto t = evict::think_pruner::make(tc).value();
+  std::vector<float> window(8 * k_hkv * k_group * k_d);
+  splitmix64 g{3};
+  for (float& x : window) x = static_cast<float>(g.normal());
+  const auto c0 = clk::now();
+  t.choose(window.data(), 8, c.kf.data(), B);
+  const auto c1 = clk::now();
+  const std::size_t kc = t.kept_channels();
+  std::vector<float> kp(B * k_hkv * kc), knew(k_hkv * kc), qg(k_hkv * k_group * kc);
+  t.prune_keys(c.kf.data(), B, kp.data());
+  std::vector<E> ks(kp.size());
+  for (std::size_t i = 0; i < kp.size(); ++i) ks[i] = dtype::f16::from_float(kp[i]);
+  const attention::shape full{k_hkv * k_group, k_hkv, k_d, k_d}, sh = t.pruned_shape(full);
+  attention::params ap;
+  ap.scale = 1.0f / std::sqrt(float(k_d));
+  attention::workspace ws;
+  const attention::kv_segment seg{
+      ks.data(), c.v.data(), k_hkv * kc * sizeof(E), k_hkv * k_d * sizeof(E), c.pos.data(),
+      nullptr,   B};
+  const attention::kv_segment seg_full{
+      c.k.data(), c.v.data(), k_hkv * k_d * sizeof(E), k_hkv * k_d * sizeof(E), c.pos.data(),
+      nullptr,    B};
+  const attention::kv_view view{std::span(&seg, 1)}, view_full{std::span(&seg_full, 1)};
+  const pos_t qpos[1] = {static_cast<pos_t>(B - 1)};
+  const seq_id qseq[1] = {0};
+  const attention::query_batch qb{qg.data(), 1, qpos, qseq, nullptr};
+  const attention::query_batch qb_full{c.q.data(), 1, qpos, qseq, nullptr};
+  double attn = 0, book = 0, attn_full = 0;
+  for (auto _ : state) {
+    const auto t0 = clk::now();
+    t.prune_keys(c.kf.data(), 1, knew.data());
+    t.gather_queries(c.q.data(), 1, qg.data());
+    const auto t1 = clk::now();
+    (void)attention::attend<simd::native, E, E>(sh, ap, qb, std::span(&view, 1), c.out.data(), ws,
+                                                {1});
+    const auto t2 = clk::now();
+    (void)attention::attend<simd::native, E, E>(full, ap, qb_full, std::span(&view_full, 1),
+                                                c.out.data(), ws, {1});
+    const auto t3 = clk::now();
+    book += std::chrono::duration<double, std::nano>(t1 - t0).count();
+    attn += std::chrono::duration<double, std::nano>(t2 - t1).count();
+    attn_full += std::chrono::duration<double, std::nano>(t3 - t2).count();
+  }
+  const double n = static_cast<double>(state.iterations());
+  state.counters["attn_us"] = attn / n / 1e3;
+  state.counters["attn_full_us"] = attn_full / n / 1e3;
+  state.counters["book_us"] = book / n / 1e3;
+  state.counters["book/attn"] = book / attn;
+  state.counters["choose_us"] = std::chrono::duration<double, std::micro>(c1 - c0).count();
+  state.counters["k_bytes/full"] = static_cast<double>(kc) / static_cast<double>(k_d);
+}
+BENCHMARK(BM_think_step)->ArgName("B")->Arg(1024)->Arg(4096);
 
 }  // namespace
 

@@ -218,20 +218,17 @@ inline std::vector<float> future_mass(const synthetic& s, std::size_t first_row)
   return m;
 }
 
-/// Runs `policy` at `budget` on the needle model's sequence (prefill in chunks of
-/// 32, decode one by one) and measures it against the full cache.
-template <class Policy>
-quality measure_needle(const needle_model& nm, const synthetic& s, const run_result& full,
-                       std::size_t budget, Policy policy, run_options o = {}) {
-  const std::size_t n_prefill = nm.spec().n_prompt - 1, row = s.n_head * s.d;
-  const run_result r = run_synthetic(s, n_prefill, 32, budget, policy, o);
+/// The metrics of decode-row outputs `out` ([n_decode, heads, d], as run_result::out)
+/// against the full cache's; `needle_kept` as the run saw it at the question.
+inline quality needle_quality(const needle_model& nm, const run_result& full,
+                              const std::vector<float>& out, bool needle_kept, std::size_t row) {
   quality q;
-  q.needle_kept = r.needle_kept_at_question;
+  q.needle_kept = needle_kept;
   const std::size_t n = full.out.size() / row;
   q.first_divergence = n;
   std::size_t agree = 0;
   for (std::size_t i = 0; i < n; ++i) {
-    const auto a = nm.logits(&full.out[i * row]), b = nm.logits(&r.out[i * row]);
+    const auto a = nm.logits(&full.out[i * row]), b = nm.logits(&out[i * row]);
     const auto ta = std::max_element(a.begin(), a.end()) - a.begin();
     const auto tb = std::max_element(b.begin(), b.end()) - b.begin();
     if (i == 0) q.answer_right = tb == nm.payload();
@@ -242,6 +239,16 @@ quality measure_needle(const needle_model& nm, const synthetic& s, const run_res
   q.top1_agreement = static_cast<double>(agree) / static_cast<double>(n);
   q.kl /= static_cast<double>(n);
   return q;
+}
+
+/// Runs `policy` at `budget` on the needle model's sequence (prefill in chunks of
+/// 32, decode one by one) and measures it against the full cache.
+template <class Policy>
+quality measure_needle(const needle_model& nm, const synthetic& s, const run_result& full,
+                       std::size_t budget, Policy policy, run_options o = {}) {
+  const std::size_t n_prefill = nm.spec().n_prompt - 1, row = s.n_head * s.d;
+  const run_result r = run_synthetic(s, n_prefill, 32, budget, policy, o);
+  return needle_quality(nm, full, r.out, r.needle_kept_at_question, row);
 }
 
 }  // namespace evict_test

@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include "mnemo/context.hpp"
+#include "mnemo/evict/adakv.hpp"
 #include "mnemo/evict/h2o.hpp"
 #include "mnemo/evict/h2o_normalised.hpp"
 #include "mnemo/evict/h2o_vlen.hpp"
@@ -238,6 +239,32 @@ TEST(EvictQuality, RandomLlamaKLFallsWithBudget) {
   rows("tova per head", evict::tova{}, head);
   rows("snapkv per head", snap_p(), head);
   rows("key-norm per head", knorm_p(M.hparams().n_head_kv, M.hparams().d_k), head);
+}
+
+// AdaKV (ragged per-head budgets in a shared pool) around per-head scorers; budget
+// >= context gives the full cache's logits.
+TEST(EvictQuality, RandomLlamaAdakv) {
+  const std::size_t n_prompt = k_big ? 480 : 96, n_decode = k_big ? 32 : 16;
+  const std::size_t ctx_len = n_prompt + n_decode;
+  const auto head = memory::kv_granularity::per_kv_head;
+  auto rows = [&](const char* name, auto policy) {
+    std::vector<double> kl;
+    for (std::size_t b : {ctx_len / 16, ctx_len / 4, ctx_len / 2, ctx_len}) {
+      llama_quality q;
+      kl.push_back(mean_kl(b, policy, n_prompt, n_decode, head, &q));
+      std::printf("| %s | %zu | %.5f | %.2f | %zu |\n", name, b, kl.back(), q.top1,
+                  q.first_divergence);
+    }
+    EXPECT_LE(kl.back(), 1e-9) << name;
+    EXPECT_GT(kl.front(), kl[2]) << name;
+  };
+  evict::adakv<evict::h2o> a;
+  static_cast<evict::h2o&>(a) = h2o_p();
+  rows("adakv h2o", a);
+  rows("adakv tova", evict::adakv<evict::tova>{});
+  evict::adakv<evict::snapkv> sn;
+  static_cast<evict::snapkv&>(sn) = snap_p();
+  rows("adakv snapkv", sn);
 }
 
 }  // namespace

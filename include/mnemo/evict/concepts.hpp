@@ -253,4 +253,40 @@ inline bool in_recent_window(const step_info& s, slot_view v, std::size_t slot,
          static_cast<std::int64_t>(s.pos_end) - static_cast<std::int64_t>(window);
 }
 
+// ---- read selection and key-channel pruning (Quest, ThinK) ---------------------------
+
+/// A read policy (Quest, evict/quest.hpp): keeps metadata of the keys as they are
+/// appended and chooses, per decode row q: [n_head, d_k], the pages a step reads, one
+/// set per KV head (or one for the layer). It frees nothing.
+template <class R>
+concept read_selector = requires(R& r, const R& cr, const float* x, std::size_t n) {
+  r.append(x);
+  r.select(x, n);
+  { cr.n_sets() } -> std::convertible_to<std::size_t>;
+  { cr.selected(n) } -> std::same_as<std::span<const std::uint32_t>>;
+  { cr.selected_cells(n) } -> std::convertible_to<std::size_t>;
+};
+
+/// A key-channel pruner (ThinK, evict/think.hpp): from the observation window's
+/// queries and the keys it chooses, per KV head, the key channels attention keeps;
+/// keys are stored with those channels only and queries gathered to match.
+template <class T>
+concept key_channel_pruner = requires(T& t, const T& ct, const float* x, std::size_t n) {
+  t.choose(x, n, x, n);
+  { ct.kept_channels() } -> std::convertible_to<std::size_t>;
+  { ct.channels(n) } -> std::same_as<std::span<const std::uint32_t>>;
+  ct.prune_keys(x, n, static_cast<float*>(nullptr));
+  ct.gather_queries(x, n, static_cast<float*>(nullptr));
+};
+
+/// A policy whose memory allocates per-head budgets at run time across the KV heads of
+/// a (sequence, layer) (AdaKV, evict/adakv.hpp): `static constexpr bool head_allocation`
+/// and `double alpha`, the safeguard share.
+template <class P>
+concept head_allocating = requires(const P& p) {
+  { P::head_allocation } -> std::convertible_to<bool>;
+  { p.alpha } -> std::convertible_to<double>;
+}
+&&P::head_allocation;
+
 }  // namespace mnemo::evict

@@ -7,7 +7,8 @@
 // The mass export is instantiated only when the memory's policy can use it
 // (wants_attention_stats), and taken at run time only when the policy asks for it
 // in this layer and call (one branch per layer call, outside every loop). A memory
-// with per-KV-head lanes is attended one KV head at a time (detail::attend_lanes).
+// with per-KV-head lanes is attended in one call over every head's own cells
+// (detail::attend_lanes).
 #pragma once
 
 #include <concepts>
@@ -51,11 +52,14 @@ concept lane_split_observer = attention_observer<M> && requires(const M& m) {
 
 namespace detail {
 
-/// Per-KV-head lanes: one attend() per lane with n_head_kv = heads per lane, its
-/// query heads gathered into a contiguous [n_tokens, g, d_k] scratch and the output
-/// [n_tokens, g, d_v] scattered back into out [n_tokens, n_head, d_v]. The kernel is
-/// unchanged; each call reads only its head's kept cells. `all` is the memory's
-/// sink over every lane's streams (head-major), used when `stats` is true (the
+/// Per-KV-head lanes in one attend() call: each (token t, lane h) becomes a row of
+/// its own with the lane's gq query heads, stream h * n_str + (t's stream) and t's
+/// position and sequence. The queries [n_tokens, n_head, d_k] are then exactly
+/// [n_tokens * lanes, gq, d_k] and the output likewise, so nothing is gathered or
+/// scattered, and the kernel runs once per layer over every lane's kept cells (each
+/// head reads only its own). `all` is the memory's sink over every lane's streams
+/// (head-major): mass and logits per stream, lse per (token, query head), which is
+/// the same memory as per (row, lane query head). Used when `stats` is true (the
 /// export kernel is instantiated only when MayExport).
 template <simd::isa_tag Isa, dtype::kv_element KE, dtype::kv_element VE, bool MayExport>
 status attend_lanes(std::size_t lanes, const attention::shape& sh, const attention::params& p,
@@ -68,34 +72,39 @@ status attend_lanes(std::size_t lanes, const attention::shape& sh, const attenti
                        sh.n_head_kv, lv.streams.size());
   const std::size_t n = q.n_tokens, gq = sh.n_head / lanes, n_str = lv.streams.size() / lanes;
   const attention::shape sl{gq, sh.n_head_kv / lanes, sh.d_k, sh.d_v};
-  thread_local std::vector<float> qs, os;  // [n, gq, d_k], [n, gq, d_v]
-  qs.resize(n * gq * sh.d_k);
-  os.resize(n * gq * sh.d_v);
-  attention::query_batch ql = q;
-  ql.q = qs.data();
-  for (std::size_t h = 0; h < lanes; ++h) {
-    for (std::size_t t = 0; t < n; ++t)
-      std::memcpy(qs.data() + t * gq * sh.d_k, q.q + (t * sh.n_head + h * gq) * sh.d_k,
-                  gq * sh.d_k * sizeof(float));
-    const auto streams = std::span(lv.streams).subspan(h * n_str, n_str);
-    if constexpr (MayExport) {
-      if (stats) {
-        attention::mass_sink sk = all;  // the lane's streams and rows of every buffer
-        if (!all.mass.empty()) sk.mass = all.mass.subspan(h * n_str, n_str);
-        if (!all.logits.empty()) sk.logits = all.logits.subspan(h * n_str, n_str);
-        if (all.lse != nullptr) sk.lse = all.lse + h * n * gq;
-        MNEMO_RETURN_IF_ERROR((attention::attend<Isa, KE, VE, attention::mass_sink>(
-            sl, p, ql, streams, os.data(), ws, opt, sk)));
-      }
+  thread_local std::vector<pos_t> pos;
+  thread_local std::vector<seq_id> seq;
+  thread_local std::vector<std::uint32_t> stream, logit_row;
+  thread_local std::vector<std::uint8_t> rows;
+  pos.resize(n * lanes);
+  seq.resize(n * lanes);
+  stream.resize(n * lanes);
+  for (std::size_t t = 0; t < n; ++t)
+    for (std::size_t h = 0; h < lanes; ++h) {
+      const std::size_t r = t * lanes + h;
+      pos[r] = q.pos[t];
+      seq[r] = q.seq[t];
+      stream[r] = static_cast<std::uint32_t>(h * n_str + (q.stream ? q.stream[t] : 0u));
     }
-    if (!MayExport || !stats)
-      MNEMO_RETURN_IF_ERROR(
-          (attention::attend<Isa, KE, VE>(sl, p, ql, streams, os.data(), ws, opt)));
-    for (std::size_t t = 0; t < n; ++t)
-      std::memcpy(out + (t * sh.n_head + h * gq) * sh.d_v, os.data() + t * gq * sh.d_v,
-                  gq * sh.d_v * sizeof(float));
+  const attention::query_batch ql{q.q, n * lanes, pos.data(), seq.data(), stream.data()};
+  if constexpr (MayExport) {
+    if (stats) {
+      attention::mass_sink sk = all;
+      if (all.rows != nullptr) {
+        rows.resize(n * lanes);
+        for (std::size_t r = 0; r < n * lanes; ++r) rows[r] = all.rows[r / lanes];
+        sk.rows = rows.data();
+      }
+      if (all.logit_row != nullptr) {
+        logit_row.resize(n * lanes);
+        for (std::size_t r = 0; r < n * lanes; ++r) logit_row[r] = all.logit_row[r / lanes];
+        sk.logit_row = logit_row.data();
+      }
+      return attention::attend<Isa, KE, VE, attention::mass_sink>(sl, p, ql, lv.streams, out, ws,
+                                                                  opt, sk);
+    }
   }
-  return {};
+  return attention::attend<Isa, KE, VE>(sl, p, ql, lv.streams, out, ws, opt);
 }
 
 }  // namespace detail

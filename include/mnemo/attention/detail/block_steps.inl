@@ -142,8 +142,11 @@ static void block_logits(const detail::call& c, const detail::tile& t, std::size
       if (dk % L == 0) {
         logits_dot_form<float>(c, t, q, krow, w, js, n_js);
       } else {  // an odd head size: one row at a time through the GEMM tail path
-        for (std::size_t x = 0; x < n_js; ++x)
+        for (std::size_t x = 0; x < n_js; ++x) {
+          // gemm_strip accumulates into C: start every logit at 0.
+          for (std::size_t r = 0; r < R; ++r) w.s[r * Bc + js[x]] = 0.0f;
           gemm_strip(R, 1, dk, q, dk, krow[js[x]], 1, w.s + js[x], Bc);
+        }
       }
     }
   } else {

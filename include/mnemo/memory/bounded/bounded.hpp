@@ -10,7 +10,10 @@
 // scores). Per-head lanes store one KV
 // head per row, each lane's rows contiguous ([n_seq, n_head_kv, capacity] rows of
 // d_k), so the bytes are the same as per layer and attention for KV head h streams
-// that lane's dense prefix (model::attend_observed calls the kernel once per KV head).
+// that lane's dense prefix (model::attend_observed attends every head in one call).
+// A head-allocating policy (AdaKV, evict/adakv.hpp) pools the heads instead: the lanes
+// of a (sequence, layer) share n_head_kv x capacity one-head rows, each lane owning
+// the cells it holds, and their kept sizes are allocated together after each call.
 //
 // Layout: each lane has capacity = budget + max_ubatch slots (the slack holds one
 // micro-batch of a sequence before eviction), positions and policy state per slot,
@@ -147,6 +150,10 @@ class bounded {
   static constexpr bool wants_attention_stats = signals.per_call();
   static constexpr bool wants_kernel_stats = signals.from_kernel();
   static constexpr std::size_t state_floats = Policy::state_floats;
+  /// AdaKV (evict/adakv.hpp): the KV heads of a (sequence, layer) share one pool of
+  /// n_head_kv x capacity one-head rows, each lane owning the cells it holds, and the
+  /// heads' kept sizes are allocated together after each call.
+  static constexpr bool pooled = evict::head_allocating<Policy>;
 
   /// One (sequence, layer[, KV head]): slot positions (< 0: free) and the policy's state.
   struct lane {
@@ -171,6 +178,10 @@ class bounded {
                          "bounded: head_budgets needs kv_granularity::per_kv_head and n_layer x "
                          "n_head_kv = %zu entries (has %zu)",
                          cfg.shape.n_layer * cfg.shape.n_head_kv, cfg.head_budgets.size());
+    if (pooled && (cfg.granularity != kv_granularity::per_kv_head || !cfg.head_budgets.empty()))
+      return make_status(status_code::invalid_argument,
+                         "bounded: a head-allocating policy (AdaKV) needs kv_granularity::"
+                         "per_kv_head and no head_budgets (it chooses them)");
     if (cfg.granularity == kv_granularity::per_kv_head && cfg.shape.n_head_kv == 0)
       return make_status(status_code::invalid_argument, "bounded: per_kv_head needs n_head_kv > 0");
     MNEMO_RETURN_IF_ERROR(check_layer_windows("bounded", cfg.windows, cfg.shape.n_layer));
@@ -189,9 +200,10 @@ class bounded {
     b.v_part_ = b.kv_.v_row_bytes() / sizeof(VE);
     b.rot_ = key_rotator<KE>(cfg.rope, row_shape.n_head_kv, cfg.shape.d_k);
     b.lanes_.resize(n_seq * cfg.shape.n_layer * b.lh_);
+    b.slots_ = pooled ? b.lh_ * cap : cap;  // a pooled lane may use any cell of the pool
     for (lane& ln : b.lanes_) {
-      ln.pos.assign(cap, -1);
-      ln.state.assign(cap * state_floats, 0.0f);
+      ln.pos.assign(b.slots_, -1);
+      ln.state.assign(b.slots_ * state_floats, 0.0f);
     }
     b.pos_max_.assign(n_seq, -1);
     b.snap_of_.assign(b.lanes_.size(), -1);
@@ -212,8 +224,12 @@ class bounded {
   const kv_storage<KE, VE>& kv() const noexcept { return kv_; }
   /// The storage row of slot `slot` of sequence s (and lane `head` per KV head).
   std::size_t cell_of(seq_id s, std::size_t slot, std::size_t head = 0) const noexcept {
+    if constexpr (pooled)
+      return static_cast<std::size_t>(s) * slots_ + slot;  // the sequence's pool
     return (static_cast<std::size_t>(s) * lh_ + head) * capacity() + slot;
   }
+  /// Slots of one lane: capacity(), or the pool (lanes_per_layer() x capacity()) when pooled.
+  std::size_t lane_slots() const noexcept { return slots_; }
   const bounded_view_stats& view_stats() const noexcept { return vstats_; }
   void reset_view_stats() noexcept { vstats_ = {}; }
   bool can_shift() const noexcept { return cfg_.shift_supported; }
@@ -403,7 +419,25 @@ class bounded {
   evict::attention_signals lane_signals(const planned& pl, std::size_t k, std::size_t layer,
                                         std::size_t head, const lane& ln);
   void close_holes(seq_id s, std::size_t layer, std::size_t head);
-  void evict_to_budget(const seq_step& ss, std::size_t layer, std::size_t head);
+  void evict_to_budget(const seq_step& ss, std::size_t layer, std::size_t head, std::size_t kept);
+  /// AdaKV: each head's kept size for (ss.seq, layer) (bounded_adakv_impl.hpp).
+  void allocate_heads(const seq_step& ss, std::size_t layer);
+  /// The lowest slot >= from that no lane of (s, layer) holds (pooled), or that lane
+  /// (s, layer, head) does not hold.
+  std::size_t first_free_slot(seq_id s, std::size_t layer, std::size_t head,
+                              std::size_t from) const {
+    const lane& ln = lane_of(s, layer, head);
+    std::size_t slot = from;
+    if constexpr (pooled) {
+      for (;; ++slot) {
+        bool used = false;
+        for (std::size_t h = 0; h < lh_ && !used; ++h) used = lane_of(s, layer, h).pos[slot] >= 0;
+        if (!used) return slot;
+      }
+    }
+    while (ln.pos[slot] >= 0) ++slot;
+    return slot;
+  }
   void renumber(seq_id s, std::size_t layer, std::size_t head);
   /// Rotates the cached key part of (s, slot, head) by `shift` positions (K-shift).
   void rotate_key(std::size_t layer, seq_id s, std::size_t slot, std::size_t head, pos_t shift) {
@@ -416,6 +450,8 @@ class bounded {
   Policy policy_;
   kv_storage<KE, VE> kv_;
   std::size_t lh_ = 1;                   // lanes per (sequence, layer)
+  std::size_t slots_ = 0;                // slots per lane (lane_slots())
+  std::vector<std::size_t> head_kept_;   // AdaKV: [lanes_per_layer] kept after this call
   std::size_t k_part_ = 0, v_part_ = 0;  // K / V elements of one lane's row
   std::vector<lane> lanes_;              // [n_seq_max, n_layer, lanes_per_layer]
   std::vector<pos_t> pos_max_;           // [n_seq_max] logical newest position
@@ -439,7 +475,7 @@ class bounded {
   std::vector<std::size_t> want_, rows_of_seq_;
   std::vector<evict::signal_set> sig_;
   std::vector<std::uint32_t> row_of_;  // [n_tokens] row within its sequence's signals
-  std::vector<float> lse_all_;         // [lanes, n_tokens, query heads per lane]
+  std::vector<float> lse_all_;         // [n_tokens, n_head] (lanes split the heads)
   std::vector<float> logits_;
   std::vector<float*> logit_ptr_;  // [lanes_per_layer, n_seq of the micro-batch]
   std::vector<float> lse_lane_, query_lane_;
@@ -457,5 +493,6 @@ class bounded {
 
 }  // namespace mnemo::memory
 
+#include "mnemo/memory/bounded/bounded_adakv_impl.hpp"
 #include "mnemo/memory/bounded/bounded_eviction_impl.hpp"
 #include "mnemo/memory/bounded/bounded_impl.hpp"

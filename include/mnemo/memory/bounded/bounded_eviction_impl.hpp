@@ -143,7 +143,7 @@ evict::attention_signals bounded<P, KE, VE>::lane_signals(const planned& pl, std
     if (pl.token_seq[j] != k || !rows_[j]) continue;
     row_pos_.push_back(ln.pos[pl.slots[(j * L + layer) * lh_ + head]]);
     if (sg.has(signal::lse)) {
-      const float* src = lse_all_.data() + (head * n_tok + j) * qh;
+      const float* src = lse_all_.data() + (j * lh_ + head) * qh;  // [n_tokens, n_head]
       lse_lane_.insert(lse_lane_.end(), src, src + qh);
     }
     if (sg.has(signal::query)) {  // q: [n_tokens, n_head, d_k]; the lane's heads
@@ -175,7 +175,11 @@ status bounded<P, KE, VE>::after_attention(std::size_t layer, std::size_t u, boo
           policy_.on_attention(step(ss, layer, h), view_of(ln), lane_signals(pl, k, layer, h, ln));
         }
       }
-      evict_to_budget(ss, layer, h);
+      if constexpr (!pooled) evict_to_budget(ss, layer, h, cfg_.kept(layer, h));
+    }
+    if constexpr (pooled) {  // every head scored: allocate, then evict each to its share
+      allocate_heads(ss, layer);
+      for (std::size_t h = 0; h < lh_; ++h) evict_to_budget(ss, layer, h, head_kept_[h]);
     }
   }
   call_.known = false;
@@ -183,9 +187,9 @@ status bounded<P, KE, VE>::after_attention(std::size_t layer, std::size_t u, boo
 }
 
 template <class P, dtype::kv_element KE, dtype::kv_element VE>
-void bounded<P, KE, VE>::evict_to_budget(const seq_step& ss, std::size_t layer, std::size_t head) {
+void bounded<P, KE, VE>::evict_to_budget(const seq_step& ss, std::size_t layer, std::size_t head,
+                                         std::size_t kept) {
   lane& ln = mut_lane(ss.seq, layer, head);
-  const std::size_t kept = cfg_.kept(layer, head);
   if (ln.live <= kept) return;
   const std::size_t n_evict =
       std::min(ln.live, ln.live - kept + evict::evict_chunk_of(policy_) - 1);

@@ -31,6 +31,13 @@ void bounded<P, KE, VE>::touch(seq_id s, std::size_t layer, std::size_t head) {
 template <class P, dtype::kv_element KE, dtype::kv_element VE>
 void bounded<P, KE, VE>::save_row(seq_id s, std::size_t layer, std::size_t head, std::size_t slot) {
   if (!tx_open_) return;
+  if constexpr (pooled) {  // the cell may have been another head's at the start
+    for (std::size_t h = 0; h < lh_; ++h) {
+      touch(s, layer, h);
+      if (snaps_[static_cast<std::size_t>(snap_of_[lane_index(s, layer, h)])].pos[slot] >= 0)
+        head = h;
+    }
+  }
   touch(s, layer, head);
   snapshot& sn = snaps_[static_cast<std::size_t>(snap_of_[lane_index(s, layer, head)])];
   if (sn.pos[slot] < 0 || sn.saved[slot]) return;  // free at the start: nothing to keep
@@ -81,11 +88,16 @@ status bounded<P, KE, VE>::prepare(std::span<const ubatch_tokens> ubatches) {
   MNEMO_RETURN_IF_ERROR(check_not_in_batch(in_batch(), "prepare"));
   const std::size_t n_seq = static_cast<std::size_t>(cfg_.n_seq_max);
   std::vector<std::size_t> occ(n_seq, 0), n_of(n_seq, 0);
+  // Pooled (AdaKV): a sequence's occupancy is its heads' cells together, against the
+  // pool; each token takes one cell per head.
+  const std::size_t per_token = pooled ? lh_ : 1, room = pooled ? slots_ : capacity();
   for (seq_id s = 0; s < cfg_.n_seq_max; ++s)
-    for (std::size_t l = 0; l < cfg_.shape.n_layer; ++l)
+    for (std::size_t l = 0; l < cfg_.shape.n_layer; ++l) {
+      std::size_t n = 0;
       for (std::size_t h = 0; h < lh_; ++h)
-        occ[static_cast<std::size_t>(s)] =
-            std::max(occ[static_cast<std::size_t>(s)], lane_of(s, l, h).live);
+        n = pooled ? n + lane_of(s, l, h).live : std::max(n, lane_of(s, l, h).live);
+      occ[static_cast<std::size_t>(s)] = std::max(occ[static_cast<std::size_t>(s)], n);
+    }
   std::vector<planned> plan(ubatches.size());
   for (std::size_t u = 0; u < ubatches.size(); ++u) {
     const ubatch_tokens& ub = ubatches[u];
@@ -99,13 +111,15 @@ status bounded<P, KE, VE>::prepare(std::span<const ubatch_tokens> ubatches) {
       ++n_of[static_cast<std::size_t>(ub.seqs[j].lowest())];
     for (std::size_t s = 0; s < n_seq; ++s) {
       if (n_of[s] == 0) continue;
-      if (occ[s] + n_of[s] > capacity())
+      if (occ[s] + per_token * n_of[s] > room)
         return make_status(status_code::no_space,
                            "prepare: sequence %zu needs %zu slots in micro-batch %zu but holds %zu "
                            "of %zu (budget %zu + max_ubatch %zu); use smaller micro-batches or a "
                            "larger max_ubatch",
-                           s, n_of[s], u, occ[s], capacity(), cfg_.max_budget(), cfg_.max_ubatch);
-      occ[s] = std::min(occ[s] + n_of[s], cfg_.kept());  // the call ends at the kept size
+                           s, per_token * n_of[s], u, occ[s], room, cfg_.max_budget(),
+                           cfg_.max_ubatch);
+      // the call ends at the kept size
+      occ[s] = std::min(occ[s] + per_token * n_of[s], per_token * cfg_.kept());
       pl.seqs.push_back({static_cast<seq_id>(s), n_of[s], -1, pl.seqs.size()});
     }
     pl.token_seq.resize(ub.size());
@@ -141,8 +155,7 @@ status bounded<P, KE, VE>::apply(std::size_t u, const ubatch_tokens& ub) {
     for (std::size_t l = 0; l < L; ++l)
       for (std::size_t h = 0; h < lh_; ++h) {
         lane& ln = mut_lane(s, l, h);
-        std::size_t slot = 0;
-        while (ln.pos[slot] >= 0) ++slot;  // prepare() made sure one is free
+        const std::size_t slot = first_free_slot(s, l, h, 0);  // prepare() made sure of one
         save_row(s, l, h, slot);
         ln.pos[slot] = ub.pos[j];
         ++ln.live;
@@ -177,7 +190,7 @@ void bounded<P, KE, VE>::move_slot(seq_id s, std::size_t layer, std::size_t head
 template <class P, dtype::kv_element KE, dtype::kv_element VE>
 void bounded<P, KE, VE>::close_holes(seq_id s, std::size_t layer, std::size_t head) {
   lane& ln = mut_lane(s, layer, head);
-  if (ln.live == ln.top) return;
+  if (pooled || ln.live == ln.top) return;  // pooled: the holes are other heads' cells
   std::size_t i = 0, j = ln.top;
   while (true) {
     while (i < j && ln.pos[i] >= 0) ++i;
@@ -219,27 +232,32 @@ status bounded<P, KE, VE>::seq_cp(seq_id src, seq_id dst, pos_t p0, pos_t p1) {
   if (src == dst) return {};
   const pos_range r = pos_range::of(p0, p1);
   const std::size_t L = cfg_.shape.n_layer;
-  for (std::size_t l = 0; l < L; ++l)  // check first: nothing changes on no_space
+  for (std::size_t l = 0; l < L; ++l) {  // check first: nothing changes on no_space
+    std::size_t pool = 0;                // pooled: every head's cells against the pool
     for (std::size_t h = 0; h < lh_; ++h) {
       const lane &a = lane_of(src, l, h), &b = lane_of(dst, l, h);
       std::size_t in = 0, keep = 0;
       for (pos_t p : a.pos) in += p >= 0 && r.contains(p);
       for (pos_t p : b.pos) keep += p >= 0 && !r.contains(p);
-      if (in + keep > capacity())
+      pool += in + keep;
+      if (pooled ? pool > slots_ : in + keep > capacity())
         return make_status(status_code::no_space,
                            "seq_cp: sequence %d would hold %zu cells in layer %zu, capacity %zu",
-                           dst, in + keep, l, capacity());
+                           dst, pooled ? pool : in + keep, l, pooled ? slots_ : capacity());
     }
+  }
+  for (std::size_t l = 0; l < L; ++l)      // first clear the range in every lane (pooled:
+    for (std::size_t h = 0; h < lh_; ++h)  // a lane's free slots depend on all of them)
+      for (pos_t& p : mut_lane(dst, l, h).pos)
+        if (p >= 0 && r.contains(p)) p = -1;
   for (std::size_t l = 0; l < L; ++l)
     for (std::size_t h = 0; h < lh_; ++h) {
       lane& b = mut_lane(dst, l, h);
-      for (pos_t& p : b.pos)
-        if (p >= 0 && r.contains(p)) p = -1;
       const lane& a = lane_of(src, l, h);
       std::size_t slot = 0;
       for (std::size_t j = 0; j < a.top; ++j) {
         if (a.pos[j] < 0 || !r.contains(a.pos[j])) continue;
-        while (b.pos[slot] >= 0) ++slot;
+        slot = first_free_slot(dst, l, h, slot);
         b.pos[slot] = a.pos[j];
         std::copy_n(a.state.begin() + static_cast<std::ptrdiff_t>(j * state_floats), state_floats,
                     b.state.begin() + static_cast<std::ptrdiff_t>(slot * state_floats));
@@ -332,7 +350,9 @@ memory_report bounded<P, KE, VE>::report() const {
   r.cells = cells / lh_;  // token cells (per KV head: rows of one head each)
   for (seq_id s = 0; s < cfg_.n_seq_max; ++s) {
     std::size_t n = 0;  // layer 0 stands for all; per head: its fullest lane
-    for (std::size_t h = 0; h < lh_; ++h) n = std::max(n, lane_of(s, 0, h).live);
+    for (std::size_t h = 0; h < lh_; ++h)
+      n = pooled ? n + lane_of(s, 0, h).live : std::max(n, lane_of(s, 0, h).live);
+    if (pooled) n = (n + lh_ - 1) / lh_;  // the pool's cells in token cells
     r.cells_used += n;
     if (n) r.cells_per_seq.push_back({s, n});
   }

@@ -127,6 +127,9 @@ std::uint32_t bounded_layout_word(const bounded<P, KE, VE>& c) {
 /// Writes sequence s (or every sequence when s == -1) into `out`.
 template <class P, class KE, class VE>
 status state_write(bounded<P, KE, VE>& c, seq_id s, std::vector<std::uint8_t>& out) {
+  if constexpr (bounded<P, KE, VE>::pooled)
+    return make_status(status_code::unsupported,
+                       "state_write: a pooled (AdaKV) bounded cache has no state file format yet");
   MNEMO_RETURN_IF_ERROR(check_state_write(s, c.config().n_seq_max, c.in_batch()));
   std::vector<seq_id> seqs;
   for (seq_id q = 0; q < c.config().n_seq_max; ++q)
@@ -143,6 +146,9 @@ status state_write(bounded<P, KE, VE>& c, seq_id s, std::vector<std::uint8_t>& o
 /// (dest == -1), a per-sequence state into sequence dest.
 template <class P, class KE, class VE>
 status state_read(bounded<P, KE, VE>& c, std::span<const std::uint8_t> data, seq_id dest = -1) {
+  if constexpr (bounded<P, KE, VE>::pooled)
+    return make_status(status_code::unsupported,
+                       "state_read: a pooled (AdaKV) bounded cache has no state file format yet");
   MNEMO_ASSIGN_OR_RETURN(auto opened, open_state_into(data, detail::bounded_header(c, -1), dest,
                                                       c.config().n_seq_max, c.in_batch()));
   const std::int32_t src = opened.src;
