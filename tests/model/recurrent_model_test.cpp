@@ -218,21 +218,51 @@ TYPED_TEST(RecurrentModel, FailureInSecondMicroBatchRestoresEveryByte) {
   for (std::size_t i = 0; i < x.size(); ++i) ASSERT_EQ(x[i], y[i]) << "value " << i;
 }
 
-/// "" when a == b, else where they first differ: the byte, its u32 word in each, the sizes.
-std::string first_difference(const std::vector<std::uint8_t>& a,
-                             const std::vector<std::uint8_t>& b) {
-  if (a == b) return "";
-  const auto d = std::mismatch(a.begin(), a.end(), b.begin(), b.end());
-  const std::size_t i = static_cast<std::size_t>(d.first - a.begin());
-  auto word = [i](const std::vector<std::uint8_t>& v) {
+/// "" when two state files are equal, else where they first differ: in a composite's
+/// file, in which part; then the header, or the payload byte and its u32 word in each
+/// (the header's checksum differs with any payload byte, so it is not the place).
+std::string first_difference(std::span<const std::uint8_t> a, std::span<const std::uint8_t> b) {
+  if (std::ranges::equal(a, b)) return "";
+  constexpr std::size_t H = memory::state_header::bytes;
+  auto u32_at = [](std::span<const std::uint8_t> v, std::size_t at) {
     std::uint32_t w = 0;
-    for (std::size_t k = i / 4 * 4; k < std::min(v.size(), i / 4 * 4 + 4); ++k)
-      w |= std::uint32_t{v[k]} << (8 * (k % 4));
+    for (std::size_t k = at; k < std::min(v.size(), at + 4); ++k)
+      w |= std::uint32_t{v[k]} << (8 * (k - at));
     return w;
   };
-  char buf[160];
-  std::snprintf(buf, sizeof buf, "byte %zu differs (u32 word %08x vs %08x); sizes %zu and %zu", i,
-                word(a), word(b), a.size(), b.size());
+  char buf[200];
+  constexpr auto composite = static_cast<std::uint32_t>(memory::strategy_id::composite);
+  if (a.size() > H + 4 && b.size() > H + 4 && (u32_at(a, 4) >> 16) == composite &&
+      (u32_at(b, 4) >> 16) == composite) {
+    std::size_t at = H + 4;  // composite payload: u32 parts, per part u64 bytes + its file
+    auto u64_at = [&](std::span<const std::uint8_t> v) {
+      return u32_at(v, at) | std::uint64_t{u32_at(v, at + 4)} << 32;
+    };
+    for (std::uint32_t k = 0; k < u32_at(a, H) && at + 8 <= std::min(a.size(), b.size()); ++k) {
+      const std::uint64_t na = u64_at(a), nb = u64_at(b);
+      if (na > a.size() - at - 8 || nb > b.size() - at - 8) break;
+      const char* name =
+          memory::strategy_name(static_cast<std::uint16_t>(u32_at(a, at + 12) >> 16));
+      std::string in = na != nb ? "sizes differ"
+                                : first_difference(a.subspan(at + 8, na), b.subspan(at + 8, nb));
+      if (!in.empty()) {
+        std::snprintf(buf, sizeof buf, "part %u (%s): ", k, name ? name : "?");
+        return buf + in;
+      }
+      at += 8 + na;
+    }
+  }
+  const auto d = std::mismatch(a.begin(), a.end(), b.begin(), b.end());
+  std::size_t i = static_cast<std::size_t>(d.first - a.begin());
+  // Only the checksum differs in the header: the difference is in the payload.
+  if (i >= H - 8 && i < H && a.size() == b.size() && a.size() > H)
+    i = static_cast<std::size_t>(std::mismatch(a.begin() + H, a.end(), b.begin() + H).first -
+                                 a.begin());
+  if (i < H)
+    std::snprintf(buf, sizeof buf, "header byte %zu; sizes %zu and %zu", i, a.size(), b.size());
+  else
+    std::snprintf(buf, sizeof buf, "payload byte %zu (u32 word %08x vs %08x); sizes %zu and %zu",
+                  i - H, u32_at(a, i / 4 * 4), u32_at(b, i / 4 * 4), a.size(), b.size());
   return buf;
 }
 
