@@ -275,21 +275,22 @@ status decode_tokens(Ctx& c, seq_id s, pos_t p0, std::span<const token_id> t) {
 }
 
 TYPED_TEST(RecurrentModel, TokenSnapshotsRollBackToAnyTokenOfTheLastMicroBatch) {
-  // Sequences 0 and 1: a 6-token prompt each (two calls), then an 8-token draft each in one
-  // micro-batch. With 8 token snapshots, seq_rm(s, p, -1) for every p in [6, 14), one after
-  // another from 13 down, must give exactly the state bytes of
+  // Sequences 0 and 1: a 6-token prompt each (two calls), then an 8-token draft each in
+  // one micro-batch. With 8 token snapshots, seq_rm(s, p, -1) for every p in [6, 14), one
+  // after another from 13 down, must give exactly the state bytes of
   //  - a context that jumped from 14 to p in one removal (the snapshot of token p - 1 as
   //    the micro-batch computed it; decoding only tokens 6 .. p - 1 multiplies fewer rows
   //    at once, which may round differently), and, for p = 6,
-  //  - a context without snapshots that decoded only the two prompts, the same way: per
-  //    sequence, and as a whole once both sequences are back at 6 (cells, positions,
-  //    owners, K/V rows and recurrent slots).
-  // The reference decodes both prompts, not only s's: a sequence's K/V rows depend in
-  // their last bits on the cells it lies in (the attention kernel's softmax takes the
-  // cells of a block's full vectors with the vector exp and the rest with std::exp, and
-  // sums lanes), so sequence 1's prompt in cells 6..11 rounds differently from the same
-  // prompt in cells 0..5 from the second attention layer on.
-  // Decoding on from the deepest point must give the logits of a context without
+  //  - a context without snapshots that decoded only the two prompts the same way: per
+  //    sequence and, once both sequences are back at 6, as a whole (cells, positions,
+  //    owners, K/V rows, recurrent slots); decoding on from there gives its logits bit
+  //    for bit.
+  // The reference holds both prompts, not only s's: a sequence's K/V rows depend in their
+  // last bits on the cells it lies in (the attention kernel's softmax takes a block's
+  // full vectors with the vector exp and lane sums, the rest with std::exp one by one),
+  // so sequence 1's prompt in cells 6..11 rounds differently from the same prompt in
+  // cells 0..5 from the second attention layer on.
+  // From the deepest point, decoding on must give the logits of a context without
   // snapshots that decoded only the kept tokens (within 1e-4 * max|logit|). p = 5 (before
   // the micro-batch) is refused and changes nothing; with 3 snapshots only p in [11, 14).
   std::vector<token_id> t(16);
@@ -338,6 +339,16 @@ TYPED_TEST(RecurrentModel, TokenSnapshotsRollBackToAnyTokenOfTheLastMicroBatch) 
           ASSERT_TRUE(jump.seq_rm(1 - s, 6, -1).is_ok());
           ASSERT_EQ(first_difference(state_of(jump, -1), state_of(prompts, -1)), "")
               << "the restored memory differs from decoding only the prompts";
+          // Decoding on gives the bits of a context that never drafted: the freed cells
+          // are taken first again, so the next tokens lie where they would have.
+          auto twin = this->make_ctx(16);
+          for (seq_id o = 0; o < 2; ++o)
+            ASSERT_TRUE(decode_tokens(twin, o, 0, all.first(6)).is_ok());
+          ASSERT_TRUE(decode_tokens(jump, s, 6, all.subspan(6, 2)).is_ok());
+          ASSERT_TRUE(decode_tokens(twin, s, 6, all.subspan(6, 2)).is_ok());
+          const auto a = jump.logits(), r = twin.logits();
+          ASSERT_TRUE(std::ranges::equal(a, r)) << "logits after a rollback to 6 and two tokens";
+          ASSERT_EQ(first_difference(state_of(jump, -1), state_of(twin, -1)), "");
         }
       }
       const pos_t at = c.seq_pos_max(s) + 1;
