@@ -289,7 +289,7 @@ TYPED_TEST(RecurrentModel, TokenSnapshotsRollBackToAnyTokenOfTheLastMicroBatch) 
   // last bits on the cells it lies in (the attention kernel's softmax takes a block's
   // full vectors with the vector exp and lane sums, the rest with std::exp one by one),
   // so sequence 1's prompt in cells 6..11 rounds differently from the same prompt in
-  // cells 0..5 from the second attention layer on.
+  // cells 0..5 in every state computed from the first attention layer's output.
   // From the deepest point, decoding on must give the logits of a context without
   // snapshots that decoded only the kept tokens (within 1e-4 * max|logit|). p = 5 (before
   // the micro-batch) is refused and changes nothing; with 3 snapshots only p in [11, 14).
