@@ -4,6 +4,9 @@
 //    the rest: the same logits, bit for bit, as decoding straight through;
 //  - rollback: a failure injected in micro-batch 1 after micro-batch 0 was applied
 //    leaves the whole memory state byte-identical, and the context usable;
+//  - the rollback of a speculative draft through token snapshots (also with jamba's
+//    attention layers on split_stream): state bytes equal to a context that never
+//    decoded the draft, checked per sequence and whole;
 //  - a randomized model-based test: random multi-sequence decodes (small micro-batches,
 //    injected failures), suffix removals through checkpoints, copies, keeps and clears,
 //    checked against a reference that holds only each sequence's token history: the
@@ -29,6 +32,8 @@
 #include "mnemo/memory/layered/layered_state.hpp"
 #include "mnemo/memory/recurrent/recurrent.hpp"
 #include "mnemo/memory/recurrent/recurrent_state.hpp"
+#include "mnemo/memory/stream/split_stream.hpp"
+#include "mnemo/memory/stream/split_stream_state.hpp"
 #include "mnemo/model/jamba.hpp"
 #include "mnemo/model/mamba.hpp"
 
@@ -77,6 +82,20 @@ struct jamba_kind {
   static constexpr const char* file = "jamba.gguf";
   static result<memory_t> make_memory(const model_t& m, std::size_t n_ckpt, std::size_t n_snap) {
     MNEMO_ASSIGN_OR_RETURN(auto kv, memory::full_cache<float>::make(m.full_cache_config(512, 4)));
+    memory::recurrent_config c = m.recurrent_config(4, n_ckpt);
+    c.n_token_snapshots = n_snap;
+    MNEMO_ASSIGN_OR_RETURN(auto rec, memory::recurrent::make(c));
+    return memory_t::make(m.layer_parts(0, 1), std::move(kv), std::move(rec));
+  }
+};
+
+struct jamba_split_kind {
+  using model_t = model::jamba_model;
+  using memory_t = memory::layered<memory::split_stream<float>, memory::recurrent>;
+  static constexpr const char* file = "jamba.gguf";
+  static result<memory_t> make_memory(const model_t& m, std::size_t n_ckpt, std::size_t n_snap) {
+    MNEMO_ASSIGN_OR_RETURN(auto kv,
+                           memory::split_stream<float>::make(m.split_stream_config(128, 4)));
     memory::recurrent_config c = m.recurrent_config(4, n_ckpt);
     c.n_token_snapshots = n_snap;
     MNEMO_ASSIGN_OR_RETURN(auto rec, memory::recurrent::make(c));
@@ -145,6 +164,12 @@ class RecurrentModel : public ::testing::Test {
 
 using kinds = ::testing::Types<mamba_kind, jamba_kind>;
 TYPED_TEST_SUITE(RecurrentModel, kinds);
+
+/// The rollback of a draft also runs with jamba's attention layers on split streams.
+template <class Kind>
+class TokenSnapshotRollback : public RecurrentModel<Kind> {};
+using rollback_kinds = ::testing::Types<mamba_kind, jamba_kind, jamba_split_kind>;
+TYPED_TEST_SUITE(TokenSnapshotRollback, rollback_kinds);
 
 TYPED_TEST(RecurrentModel, SaveLoadResumeGivesIdenticalLogits) {
   // Two sequences so the state holds more than one slot; calls of 20 tokens each.
@@ -274,7 +299,7 @@ status decode_tokens(Ctx& c, seq_id s, pos_t p0, std::span<const token_id> t) {
   return c.decode(b);
 }
 
-TYPED_TEST(RecurrentModel, TokenSnapshotsRollBackToAnyTokenOfTheLastMicroBatch) {
+TYPED_TEST(TokenSnapshotRollback, ToAnyTokenOfTheLastMicroBatch) {
   // Sequences 0 and 1: a 6-token prompt each (two calls), then an 8-token draft each in
   // one micro-batch. With 8 token snapshots, seq_rm(s, p, -1) for every p in [6, 14), one
   // after another from 13 down, must give exactly the state bytes of
