@@ -20,7 +20,9 @@
 #include "mnemo/evict/h2o.hpp"
 #include "mnemo/evict/h2o_normalised.hpp"
 #include "mnemo/evict/h2o_vlen.hpp"
+#include "mnemo/evict/key_diff.hpp"
 #include "mnemo/evict/keyformer.hpp"
+#include "mnemo/evict/q_hitter.hpp"
 #include "mnemo/evict/random_evict.hpp"
 #include "mnemo/evict/scissorhands.hpp"
 #include "mnemo/evict/snapkv.hpp"
@@ -44,6 +46,12 @@ struct h2o_vlen_bench : evict::h2o_vlen {
 };
 struct scissorhands_chunk8 : evict::scissorhands {
   scissorhands_chunk8() { evict_chunk = 8; }
+};
+struct q_hitter_bench : evict::q_hitter {
+  q_hitter_bench() {
+    n_head_kv = k_hkv;
+    d_k = d_v = k_d;
+  }
 };
 
 template <class Policy, memory::kv_granularity G = memory::kv_granularity::per_layer,
@@ -160,6 +168,9 @@ BENCHMARK(BM_decode_step<h2o_vlen_bench>)->ArgName("B")->Arg(1024);
 BENCHMARK(BM_decode_step<evict::scissorhands>)->ArgName("B")->Arg(1024);
 BENCHMARK(BM_decode_step<scissorhands_chunk8>)->ArgName("B")->Arg(1024);
 BENCHMARK(BM_decode_step<evict::keyformer>)->ArgName("B")->Arg(1024);
+// KeyDiff rescores the lane from its keys once per eviction (every evict_chunk = 16 steps).
+BENCHMARK(BM_decode_step<evict::key_diff>)->ArgName("B")->Arg(1024);
+BENCHMARK(BM_decode_step<q_hitter_bench>)->ArgName("B")->Arg(1024);
 
 constexpr auto k_head = memory::kv_granularity::per_kv_head;
 constexpr auto k_layer = memory::kv_granularity::per_layer;

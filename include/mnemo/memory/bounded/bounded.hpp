@@ -49,6 +49,7 @@
 #include "mnemo/dtype/dtype.hpp"
 #include "mnemo/dtype/rows.hpp"
 #include "mnemo/evict/concepts.hpp"
+#include "mnemo/evict/lane_rescore.hpp"
 #include "mnemo/memory/concepts.hpp"
 #include "mnemo/memory/key_rotator.hpp"
 #include "mnemo/memory/kv_storage.hpp"
@@ -383,6 +384,23 @@ class bounded {
     while (ln.top > 0 && ln.pos[ln.top - 1] < 0) --ln.top;
   }
   void move_slot(seq_id s, std::size_t layer, std::size_t head, std::size_t from, std::size_t to);
+  /// The keys of lane (s, layer, head) for a policy's rescore (evict/lane_rescore.hpp).
+  struct key_source {
+    const bounded* self;
+    std::size_t layer;
+    seq_id seq;
+    std::size_t head;
+  };
+  static void decode_key(const void* ctx, std::size_t slot, float* out) noexcept {
+    const auto* c = static_cast<const key_source*>(ctx);
+    const bounded_config& cfg = c->self->cfg_;
+    dtype::decode_row<simd::native>(c->self->k_part(c->layer, c->seq, slot, c->head), out,
+                                    cfg.shape.n_head_kv / c->self->lh_ * cfg.shape.d_k);
+  }
+  evict::lane_keys lane_keys(std::size_t layer, seq_id s, std::size_t head) noexcept {
+    key_src_ = {this, layer, s, head};
+    return {cfg_.shape.n_head_kv / lh_, cfg_.shape.d_k, &key_src_, &bounded::decode_key};
+  }
   /// Tells a policy that declared signal::remap about moves_ of lane (s, layer, head).
   void report_moves(seq_id s, std::size_t layer, std::size_t head) noexcept {
     if constexpr (signals.has(evict::signal::remap)) {
@@ -451,7 +469,8 @@ class bounded {
   std::vector<std::uint8_t> rows_;
   std::vector<std::size_t> mass_off_;
   std::vector<std::uint32_t> cand_;
-  key_rotator<KE> rot_;  // one lane's key part: n_head_kv / lanes_per_layer heads
+  key_source key_src_{};  // the lane a rescore reads (lane_keys)
+  key_rotator<KE> rot_;   // one lane's key part: n_head_kv / lanes_per_layer heads
   mutable bounded_view_stats vstats_;
 };
 

@@ -191,6 +191,7 @@ void bounded<P, KE, VE>::evict_to_budget(const seq_step& ss, std::size_t layer, 
       std::min(ln.live, ln.live - kept + evict::evict_chunk_of(policy_) - 1);
   const evict::step_info st = step(ss, layer, head);
   const evict::slot_view v = view_of(ln);
+  if constexpr (evict::lane_rescorer<P>) policy_.rescore(st, v, lane_keys(layer, ss.seq, head));
   // Order: unprotected before protected, lower score, older position, lower slot.
   struct key {
     bool prot;
