@@ -28,7 +28,8 @@ struct key_diff : policy_defaults {
   }
   /// Two passes over the live cells: the anchor (sum of unit keys, per head), then
   /// each cell's cosine with it. Scratch is thread-local (no allocation when warm).
-  void rescore(const step_info&, slot_view v, const lane_keys& keys) const noexcept {
+  void rescore(const step_info&, slot_view v, const lane_keys& keys,
+               const attention_signals*) const noexcept {
     const std::size_t H = keys.n_head_kv, d = keys.d_k, n = v.pos.size();
     thread_local std::vector<float> row, anchor, inv_norm;
     row.resize(H * d);
@@ -39,8 +40,7 @@ struct key_diff : policy_defaults {
       keys.row(j, row.data());
       for (std::size_t h = 0; h < H; ++h) {
         const float* k = &row[h * d];
-        float s = 0.0f;
-        for (std::size_t i = 0; i < d; ++i) s += k[i] * k[i];
+        const float s = dot_f32(k, k, d);
         const float inv = s > 0.0f ? 1.0f / std::sqrt(s) : 0.0f;
         inv_norm[j * H + h] = inv;
         float* a = &anchor[h * d];
@@ -48,8 +48,7 @@ struct key_diff : policy_defaults {
       }
     }
     for (std::size_t h = 0; h < H; ++h) {  // cos with the sum = cos with the mean
-      float s = 0.0f;
-      for (std::size_t i = 0; i < d; ++i) s += anchor[h * d + i] * anchor[h * d + i];
+      const float s = dot_f32(&anchor[h * d], &anchor[h * d], d);
       const float inv = s > 0.0f ? 1.0f / std::sqrt(s) : 0.0f;
       for (std::size_t i = 0; i < d; ++i) anchor[h * d + i] *= inv;
     }
@@ -57,11 +56,8 @@ struct key_diff : policy_defaults {
       if (!v.live(j)) continue;
       keys.row(j, row.data());
       float cos_sum = 0.0f;
-      for (std::size_t h = 0; h < H; ++h) {
-        float dot = 0.0f;
-        for (std::size_t i = 0; i < d; ++i) dot += row[h * d + i] * anchor[h * d + i];
-        cos_sum += dot * inv_norm[j * H + h];
-      }
+      for (std::size_t h = 0; h < H; ++h)
+        cos_sum += dot_f32(&row[h * d], &anchor[h * d], d) * inv_norm[j * H + h];
       v.state[j] = -cos_sum;
     }
   }

@@ -421,7 +421,8 @@ class bounded {
   evict::attention_signals lane_signals(const planned& pl, std::size_t k, std::size_t layer,
                                         std::size_t head, const lane& ln);
   void close_holes(seq_id s, std::size_t layer, std::size_t head);
-  void evict_to_budget(const seq_step& ss, std::size_t layer, std::size_t head);
+  /// rescored: the policy's rescore already ran in this call (with its signals).
+  void evict_to_budget(const seq_step& ss, std::size_t layer, std::size_t head, bool rescored);
   void renumber(seq_id s, std::size_t layer, std::size_t head);
   /// Rotates the cached key part of (s, slot, head) by `shift` positions (K-shift).
   void rotate_key(std::size_t layer, seq_id s, std::size_t slot, std::size_t head, pos_t shift) {
