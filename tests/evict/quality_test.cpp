@@ -65,8 +65,7 @@ void for_each_policy(std::size_t h, std::size_t d, F&& f) {
   f("key-norm", knorm_p(h, d));
 }
 
-/// The policies of the second set, on the random-weight Llama only (the synthetic
-/// table above predates them; the needle model's table covers them all).
+/// The policies of the second set.
 template <class F>
 void for_each_new_policy(std::size_t h, std::size_t d, F&& f) {
   f("random", evict::random_evict{});
