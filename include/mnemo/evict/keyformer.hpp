@@ -110,9 +110,9 @@ struct keyformer {
         }
         float sum = O::reduce_add(sv);
         for (std::size_t j = nv; j < n; ++j) sum += (z[j] = std::exp(z[j] - mx));
+        // Dead cells add exp(-inf) = 0 to state nobody reads: no branch, so it vectorises.
         const float inv = 1.0f / sum;
-        for (std::size_t j = 0; j < n; ++j)
-          if (v.live(j)) v.state[j] += z[j] * inv;
+        for (std::size_t j = 0; j < n; ++j) v.state[j] += z[j] * inv;
       }
     }
   }
