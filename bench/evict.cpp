@@ -18,11 +18,14 @@
 
 #include "mnemo/base/rng.hpp"
 #include "mnemo/evict/adakv.hpp"
+#include "mnemo/evict/expected_attention.hpp"
 #include "mnemo/evict/h2o.hpp"
 #include "mnemo/evict/h2o_normalised.hpp"
 #include "mnemo/evict/h2o_vlen.hpp"
+#include "mnemo/evict/key_diff.hpp"
 #include "mnemo/evict/keyformer.hpp"
 #include "mnemo/evict/quest_attend.hpp"
+#include "mnemo/evict/q_hitter.hpp"
 #include "mnemo/evict/random_evict.hpp"
 #include "mnemo/evict/scissorhands.hpp"
 #include "mnemo/evict/snapkv.hpp"
@@ -47,6 +50,19 @@ struct h2o_vlen_bench : evict::h2o_vlen {
 };
 struct scissorhands_chunk8 : evict::scissorhands {
   scissorhands_chunk8() { evict_chunk = 8; }
+};
+struct expected_attention_bench : evict::expected_attention {
+  expected_attention_bench() {
+    n_head_kv = k_hkv;
+    d_v = k_d;
+    rope.layout = attention::rope_layout::none;
+  }
+};
+struct q_hitter_bench : evict::q_hitter {
+  q_hitter_bench() {
+    n_head_kv = k_hkv;
+    d_k = d_v = k_d;
+  }
 };
 
 template <class Policy, memory::kv_granularity G = memory::kv_granularity::per_layer,
@@ -163,6 +179,11 @@ BENCHMARK(BM_decode_step<h2o_vlen_bench>)->ArgName("B")->Arg(1024);
 BENCHMARK(BM_decode_step<evict::scissorhands>)->ArgName("B")->Arg(1024);
 BENCHMARK(BM_decode_step<scissorhands_chunk8>)->ArgName("B")->Arg(1024);
 BENCHMARK(BM_decode_step<evict::keyformer>)->ArgName("B")->Arg(1024);
+// KeyDiff rescores the lane from its keys once per eviction (every evict_chunk = 16 steps).
+BENCHMARK(BM_decode_step<evict::key_diff>)->ArgName("B")->Arg(1024);
+BENCHMARK(BM_decode_step<q_hitter_bench>)->ArgName("B")->Arg(1024);
+// Expected Attention scores at prefill chunk ends: a decode step asks for nothing.
+BENCHMARK(BM_decode_step<expected_attention_bench>)->ArgName("B")->Arg(1024);
 
 constexpr auto k_head = memory::kv_granularity::per_kv_head;
 constexpr auto k_layer = memory::kv_granularity::per_layer;

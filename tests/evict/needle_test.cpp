@@ -64,6 +64,22 @@ void for_each_policy(const std::vector<float>& future, std::size_t n, F&& f) {
   f("tova", evict::tova{}, kind::attention_aware);
   f("snapkv", snap, kind::attention_aware);
   f("oracle", orc, kind::attention_aware);
+
+  evict::key_diff kd;
+  kd.evict_chunk = 8;
+  f("key-diff", kd, kind::other);
+  evict::q_hitter qh;
+  qh.recent = 8;
+  qh.n_head_kv = 2;
+  qh.d_k = qh.d_v = needle_model::d;
+  f("q-hitter", qh, kind::other);
+  evict::expected_attention ea;  // the harness's cache holds rotated keys as given: no RoPE
+  ea.window = 8;
+  ea.recent = 8;
+  ea.n_head_kv = 2;
+  ea.d_v = needle_model::d;
+  ea.rope.layout = attention::rope_layout::none;
+  f("expected-attention", ea, kind::other);
 }
 
 TEST(EvictNeedle, AttentionAwareKeepTheNeedleBlindCannot) {

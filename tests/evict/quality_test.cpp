@@ -15,12 +15,16 @@
 
 #include "mnemo/context.hpp"
 #include "mnemo/evict/adakv.hpp"
+#include "mnemo/evict/expected_attention.hpp"
 #include "mnemo/evict/h2o.hpp"
 #include "mnemo/evict/h2o_normalised.hpp"
 #include "mnemo/evict/h2o_vlen.hpp"
+#include "mnemo/evict/key_diff.hpp"
 #include "mnemo/evict/key_norm.hpp"
 #include "mnemo/evict/keyformer.hpp"
 #include "mnemo/evict/last_recent.hpp"
+#include "mnemo/evict/oracle.hpp"
+#include "mnemo/evict/q_hitter.hpp"
 #include "mnemo/evict/random_evict.hpp"
 #include "mnemo/evict/scissorhands.hpp"
 #include "mnemo/evict/snapkv.hpp"
@@ -62,8 +66,7 @@ void for_each_policy(std::size_t h, std::size_t d, F&& f) {
   f("key-norm", knorm_p(h, d));
 }
 
-/// The policies of the second set, on the random-weight Llama only (the synthetic
-/// table above predates them; the needle model's table covers them all).
+/// The policies of the second set.
 template <class F>
 void for_each_new_policy(std::size_t h, std::size_t d, F&& f) {
   f("random", evict::random_evict{});
@@ -83,23 +86,51 @@ void for_each_new_policy(std::size_t h, std::size_t d, F&& f) {
   f("keyformer", kf);
 }
 
+/// KeyDiff, Q-Hitter and Expected Attention (`rope`: how the cache's keys and the
+/// queries were rotated, which Expected Attention undoes and averages).
+template <class F>
+void for_each_score_policy(std::size_t h, std::size_t d, const attention::rope_config& rope,
+                           F&& f) {
+  evict::key_diff kd;
+  kd.evict_chunk = 8;
+  f("key-diff", kd);
+  evict::q_hitter qh;
+  qh.recent = 8;
+  qh.n_head_kv = h;
+  qh.d_k = qh.d_v = d;
+  f("q-hitter", qh);
+  evict::expected_attention ea;
+  ea.window = 8;
+  ea.recent = 8;
+  ea.n_head_kv = h;
+  ea.d_v = d;
+  ea.rope = rope;
+  f("expected-attention", ea);
+}
+
 TEST(EvictQuality, SyntheticErrorAndNeedle) {
   const std::size_t n = k_big ? 1024 : 256, n_seeds = k_big ? 20 : 4;
   const std::vector<std::size_t> budgets = {n / 16, n / 8, n / 4, n / 2, n};
   std::printf("| policy | budget | rel. error | needle kept |\n|---|---|---|---|\n");
-  for_each_policy(1, 32, [&](const char* name, auto policy) {
+  std::vector<synthetic> data;  // per seed, shared by every policy and budget
+  for (std::uint64_t seed = 1; seed <= n_seeds; ++seed) {
+    synthetic_spec sp;
+    sp.n_tokens = n;
+    sp.heavy = static_cast<pos_t>(n / 8);
+    sp.needle = static_cast<pos_t>(n / 3);
+    sp.seed = seed;
+    data.push_back(make_synthetic(sp));
+  }
+  auto rows = [&](const char* name, auto policy) {
+    std::vector<run_result> fulls;  // the full cache's run per seed (budget = context)
+    for (const synthetic& s : data) fulls.push_back(run_synthetic(s, n - 64, 32, n, policy));
     double prev = 1e9;
     for (std::size_t b : budgets) {
       double err = 0.0;
       int needle = 0;
       for (std::uint64_t seed = 1; seed <= n_seeds; ++seed) {
-        synthetic_spec sp;
-        sp.n_tokens = n;
-        sp.heavy = static_cast<pos_t>(n / 8);
-        sp.needle = static_cast<pos_t>(n / 3);
-        sp.seed = seed;
-        const synthetic s = make_synthetic(sp);
-        const auto full = run_synthetic(s, n - 64, 32, n, policy);
+        const synthetic& s = data[seed - 1];
+        const run_result& full = fulls[seed - 1];
         const auto r = run_synthetic(s, n - 64, 32, b, policy);
         err += relative_error(r.out, full.out, s.n_head * s.d);
         needle += r.needle_kept_at_question;
@@ -112,7 +143,12 @@ TEST(EvictQuality, SyntheticErrorAndNeedle) {
       EXPECT_LE(err, prev + 0.05) << name << ": error grew with the budget (" << b << ")";
       prev = err;
     }
-  });
+  };
+  for_each_policy(1, 32, rows);
+  for_each_new_policy(1, 32, rows);
+  attention::rope_config none;
+  none.layout = attention::rope_layout::none;  // the synthetic keys are not rotated
+  for_each_score_policy(1, 32, none, rows);
 }
 
 struct llama_fixture {
@@ -233,6 +269,11 @@ TEST(EvictQuality, RandomLlamaKLFallsWithBudget) {
   for_each_new_policy(M.hparams().n_head_kv, M.hparams().d_k, [&](const char* name, auto policy) {
     EXPECT_EQ(rows(name, policy, memory::kv_granularity::per_layer).back(), 0.0) << name;
   });
+  for_each_score_policy(
+      M.hparams().n_head_kv, M.hparams().d_k, M.hparams().rope(),
+      [&](const char* name, auto policy) {
+        EXPECT_EQ(rows(name, policy, memory::kv_granularity::per_layer).back(), 0.0) << name;
+      });
   // Per-KV-head lanes for the policies that score per head .
   const auto head = memory::kv_granularity::per_kv_head;
   rows("h2o per head", h2o_p(), head);

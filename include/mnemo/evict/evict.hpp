@@ -17,3 +17,9 @@
 #include "mnemo/evict/snapkv.hpp"
 #include "mnemo/evict/streaming_llm.hpp"
 #include "mnemo/evict/tova.hpp"
+
+// Scored from the keys, the queries' statistics, or the quantisation error.
+#include "mnemo/evict/expected_attention.hpp"
+#include "mnemo/evict/key_diff.hpp"
+#include "mnemo/evict/lane_rescore.hpp"
+#include "mnemo/evict/q_hitter.hpp"

@@ -52,6 +52,7 @@
 #include "mnemo/dtype/dtype.hpp"
 #include "mnemo/dtype/rows.hpp"
 #include "mnemo/evict/concepts.hpp"
+#include "mnemo/evict/lane_rescore.hpp"
 #include "mnemo/memory/concepts.hpp"
 #include "mnemo/memory/key_rotator.hpp"
 #include "mnemo/memory/kv_storage.hpp"
@@ -193,6 +194,7 @@ class bounded {
     // Per KV head: rows of one head each, [n_seq, n_head_kv, capacity] of them, so a
     // head's lane is contiguous in memory (the kernel streams it like a full cache).
     b.lh_ = cfg.lanes_per_layer();
+    b.head_rescored_.assign(b.lh_, 0);
     kv_shape row_shape = cfg.shape;
     row_shape.n_head_kv = cfg.shape.n_head_kv / b.lh_;
     MNEMO_ASSIGN_OR_RETURN(b.kv_, (kv_storage<KE, VE>::make(row_shape, n_seq * b.lh_ * cap)));
@@ -399,6 +401,23 @@ class bounded {
     while (ln.top > 0 && ln.pos[ln.top - 1] < 0) --ln.top;
   }
   void move_slot(seq_id s, std::size_t layer, std::size_t head, std::size_t from, std::size_t to);
+  /// The keys of lane (s, layer, head) for a policy's rescore (evict/lane_rescore.hpp).
+  struct key_source {
+    const bounded* self;
+    std::size_t layer;
+    seq_id seq;
+    std::size_t head;
+  };
+  static void decode_key(const void* ctx, std::size_t slot, float* out) noexcept {
+    const auto* c = static_cast<const key_source*>(ctx);
+    const bounded_config& cfg = c->self->cfg_;
+    dtype::decode_row<simd::native>(c->self->k_part(c->layer, c->seq, slot, c->head), out,
+                                    cfg.shape.n_head_kv / c->self->lh_ * cfg.shape.d_k);
+  }
+  evict::lane_keys lane_keys(std::size_t layer, seq_id s, std::size_t head) noexcept {
+    key_src_ = {this, layer, s, head};
+    return {cfg_.shape.n_head_kv / lh_, cfg_.shape.d_k, &key_src_, &bounded::decode_key};
+  }
   /// Tells a policy that declared signal::remap about moves_ of lane (s, layer, head).
   void report_moves(seq_id s, std::size_t layer, std::size_t head) noexcept {
     if constexpr (signals.has(evict::signal::remap)) {
@@ -419,7 +438,10 @@ class bounded {
   evict::attention_signals lane_signals(const planned& pl, std::size_t k, std::size_t layer,
                                         std::size_t head, const lane& ln);
   void close_holes(seq_id s, std::size_t layer, std::size_t head);
-  void evict_to_budget(const seq_step& ss, std::size_t layer, std::size_t head, std::size_t kept);
+  /// Evicts lane (ss.seq, layer, head) down to `kept` cells. rescored: the policy's
+  /// rescore already ran in this call (with its signals).
+  void evict_to_budget(const seq_step& ss, std::size_t layer, std::size_t head, std::size_t kept,
+                       bool rescored);
   /// AdaKV: each head's kept size for (ss.seq, layer) (bounded_adakv_impl.hpp).
   void allocate_heads(const seq_step& ss, std::size_t layer);
   /// The lowest slot >= from that no lane of (s, layer) holds (pooled), or that lane
@@ -452,6 +474,7 @@ class bounded {
   std::size_t lh_ = 1;                   // lanes per (sequence, layer)
   std::size_t slots_ = 0;                // slots per lane (lane_slots())
   std::vector<std::size_t> head_kept_;   // AdaKV: [lanes_per_layer] kept after this call
+  std::vector<unsigned char> head_rescored_;  // AdaKV: [lanes_per_layer] rescored in this call
   std::size_t k_part_ = 0, v_part_ = 0;  // K / V elements of one lane's row
   std::vector<lane> lanes_;              // [n_seq_max, n_layer, lanes_per_layer]
   std::vector<pos_t> pos_max_;           // [n_seq_max] logical newest position
@@ -487,7 +510,8 @@ class bounded {
   std::vector<std::uint8_t> rows_;
   std::vector<std::size_t> mass_off_;
   std::vector<std::uint32_t> cand_;
-  key_rotator<KE> rot_;  // one lane's key part: n_head_kv / lanes_per_layer heads
+  key_source key_src_{};  // the lane a rescore reads (lane_keys)
+  key_rotator<KE> rot_;   // one lane's key part: n_head_kv / lanes_per_layer heads
   mutable bounded_view_stats vstats_;
 };
 

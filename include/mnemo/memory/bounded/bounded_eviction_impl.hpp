@@ -169,17 +169,28 @@ status bounded<P, KE, VE>::after_attention(std::size_t layer, std::size_t u, boo
     const seq_step& ss = pl.seqs[k];
     for (std::size_t h = 0; h < lh_; ++h) {
       touch(ss.seq, layer, h);
+      bool rescored = false;
       if constexpr (signals.per_call()) {
         if (had_stats && sig_.size() == n_seq && !sig_[k].empty() && rows_of_seq_[k] != 0) {
           lane& ln = mut_lane(ss.seq, layer, h);
-          policy_.on_attention(step(ss, layer, h), view_of(ln), lane_signals(pl, k, layer, h, ln));
+          const evict::attention_signals sg = lane_signals(pl, k, layer, h, ln);
+          policy_.on_attention(step(ss, layer, h), view_of(ln), sg);
+          if constexpr (evict::lane_rescorer<P>) {  // a call with signals rescores with them
+            policy_.rescore(step(ss, layer, h), view_of(ln), lane_keys(layer, ss.seq, h), &sg);
+            rescored = true;
+          }
         }
       }
-      if constexpr (!pooled) evict_to_budget(ss, layer, h, cfg_.kept(layer, h));
+      if constexpr (pooled) {
+        head_rescored_[h] = rescored;
+      } else {
+        evict_to_budget(ss, layer, h, cfg_.kept(layer, h), rescored);
+      }
     }
     if constexpr (pooled) {  // every head scored: allocate, then evict each to its share
       allocate_heads(ss, layer);
-      for (std::size_t h = 0; h < lh_; ++h) evict_to_budget(ss, layer, h, head_kept_[h]);
+      for (std::size_t h = 0; h < lh_; ++h)
+        evict_to_budget(ss, layer, h, head_kept_[h], head_rescored_[h] != 0);
     }
   }
   call_.known = false;
@@ -188,13 +199,15 @@ status bounded<P, KE, VE>::after_attention(std::size_t layer, std::size_t u, boo
 
 template <class P, dtype::kv_element KE, dtype::kv_element VE>
 void bounded<P, KE, VE>::evict_to_budget(const seq_step& ss, std::size_t layer, std::size_t head,
-                                         std::size_t kept) {
+                                         std::size_t kept, bool rescored) {
   lane& ln = mut_lane(ss.seq, layer, head);
   if (ln.live <= kept) return;
   const std::size_t n_evict =
       std::min(ln.live, ln.live - kept + evict::evict_chunk_of(policy_) - 1);
   const evict::step_info st = step(ss, layer, head);
   const evict::slot_view v = view_of(ln);
+  if constexpr (evict::lane_rescorer<P>)
+    if (!rescored) policy_.rescore(st, v, lane_keys(layer, ss.seq, head), nullptr);
   // Order: unprotected before protected, lower score, older position, lower slot.
   struct key {
     bool prot;

@@ -2,13 +2,18 @@
 // bounded, n_stream = n_seq_max). The policy's per-slot state travels with each
 // cell, so a loaded cache evicts exactly as the saved one would have.
 //
-//   u32 layout = state_floats | granularity << 16   u32 n_seq_written
+//   u32 layout = state_floats | granularity << 16 | 1 << 24 (budgets recorded)
+//   budgets: u32 rule  u32 kind  u32 n_lanes  u32 budget x n_lanes   (bounded_budgets.hpp)
+//   u32 n_seq_written
 //   per sequence: i32 seq  i32 pos_max
 //     per lane (layer-major; per KV head: n_head_kv lanes per layer):
 //       u32 count, (i32 pos, f32 state x state_floats) x count,
 //       K rows [count], V rows [count]   (all KV heads per layer, the lane's head per head)
 // Granularity 0 (per layer) is the layout written before per-KV-head lanes existed,
-// so older files load unchanged; a file of the other granularity is refused.
+// so older files load unchanged; a file of the other granularity is refused. A file
+// without bit 24 predates recorded budgets and loads into any budget layout; one
+// with it loads only into a memory with the same rule and the same budget of every
+// lane (else a status naming both layouts).
 // A whole state (seq -1) holds every sequence with a cell or a position; a
 // per-sequence state holds one and loads into any sequence. Everything is checked
 // (counts against the capacity, sequence ids, positions) before anything changes.
@@ -17,6 +22,7 @@
 #include <vector>
 
 #include "mnemo/memory/bounded/bounded.hpp"
+#include "mnemo/memory/bounded/bounded_budgets.hpp"
 #include "mnemo/memory/state_format.hpp"
 
 namespace mnemo::memory {
@@ -119,7 +125,7 @@ void bounded_load(bounded<P, KE, VE>& c, const bounded_record& rec, seq_id dest)
 template <class P, class KE, class VE>
 std::uint32_t bounded_layout_word(const bounded<P, KE, VE>& c) {
   return static_cast<std::uint32_t>(bounded<P, KE, VE>::state_floats) |
-         static_cast<std::uint32_t>(c.config().granularity) << 16;
+         static_cast<std::uint32_t>(c.config().granularity) << 16 | budgets_recorded;
 }
 
 }  // namespace detail
@@ -136,6 +142,7 @@ status state_write(bounded<P, KE, VE>& c, seq_id s, std::vector<std::uint8_t>& o
     if (q == s || (s < 0 && (c.seq_pos_max(q) >= 0 || c.lane_of(q, 0).live > 0))) seqs.push_back(q);
   state_builder b(out, detail::bounded_header(c, s), 0);
   b.payload().put(detail::bounded_layout_word(c));
+  detail::budget_layout_of(c.config()).write(b.payload());
   b.payload().put(static_cast<std::uint32_t>(seqs.size()));
   for (seq_id q : seqs) detail::bounded_write_seq(c, q, b.payload());
   b.seal();
@@ -154,19 +161,29 @@ status state_read(bounded<P, KE, VE>& c, std::span<const std::uint8_t> data, seq
   const std::int32_t src = opened.src;
   byte_reader r(opened.payload);
   std::uint32_t sf = 0, n = 0;
-  if (!r.get(sf) || !r.get(n))
-    return make_status(status_code::corrupt_data, "state_read: truncated payload");
-  if ((sf >> 16) != static_cast<std::uint32_t>(c.config().granularity))
+  if (!r.get(sf)) return make_status(status_code::corrupt_data, "state_read: truncated payload");
+  const std::uint32_t gran = (sf >> 16) & 0xffu;
+  if (gran != static_cast<std::uint32_t>(c.config().granularity))
     return make_status(
         status_code::invalid_argument,
         "state_read: written with %s lanes, this memory keeps %s lanes",
-        (sf >> 16) == 0 ? "per-layer" : "per-KV-head",
+        gran == 0 ? "per-layer" : "per-KV-head",
         c.config().granularity == kv_granularity::per_layer ? "per-layer" : "per-KV-head");
   if ((sf & 0xffffu) != bounded<P, KE, VE>::state_floats)
     return make_status(status_code::invalid_argument,
                        "state_read: written by a policy with %u state floats per cell, this one "
                        "has %zu",
                        sf & 0xffffu, bounded<P, KE, VE>::state_floats);
+  if (sf & detail::budgets_recorded) {
+    detail::budget_layout file;
+    MNEMO_RETURN_IF_ERROR(file.read(r));
+    const detail::budget_layout mine = detail::budget_layout_of(c.config());
+    if (!(file == mine))
+      return make_status(status_code::invalid_argument,
+                         "state_read: written with %s, this memory keeps %s",
+                         file.describe().c_str(), mine.describe().c_str());
+  }
+  if (!r.get(n)) return make_status(status_code::corrupt_data, "state_read: truncated payload");
   if ((src >= 0 && n != 1) || n > static_cast<std::uint32_t>(c.config().n_seq_max))
     return make_status(status_code::corrupt_data, "state_read: %u sequence records", n);
   std::vector<detail::bounded_record> recs(n);

@@ -1,0 +1,164 @@
+// Expected Attention (Devoto, Jeblick, Jégou 2025, arXiv 2510.00636; kvpress
+// ExpectedAttentionPress): score a cell by the attention the *next* queries are
+// expected to give it. From the pre-RoPE queries of the observation window (the last
+// `window` rows of a prefill chunk, sink rows skipped): mean mu and covariance
+// Sigma per query head; the rotation averaged over the next `n_future` positions,
+// Rbar = mean_tau R(T + tau); then
+//   z_j = k_j . (Rbar mu) / sqrt(d) + k_j^T (Rbar Sigma Rbar^T) k_j / (2 d),
+//   s_j = softmax_j(z_j) averaged over the query heads of the KV head,
+//   score_j = (s_j + epsilon) * ||v_j||,
+// averaged over the lane's KV heads per layer (the lane's own head per KV head).
+// k^T Rbar Sigma Rbar^T k is computed as the mean over the window of
+// ((Rbar (q_i - mu)) . k)^2, which is the same number in O(window x d) per key
+// instead of O(d^2).
+//
+// Needs signal::query (the call's post-RoPE queries, turned back to pre-RoPE with
+// `rope`, which must be the model's) and the keys (evict/lane_rescore.hpp): every
+// cell is rescored at the end of each prefill chunk. Decode asks for nothing, so a
+// decode step costs nothing; decoded tokens are protected while among the `recent`
+// newest and then keep score 0 (kvpress scores once, at prefill; a bounded cache
+// must also bound decode). The first `n_sink` positions are protected.
+#pragma once
+
+#include <cmath>
+#include <complex>
+#include <vector>
+
+#include "mnemo/attention/rope.hpp"
+#include "mnemo/evict/concepts.hpp"
+#include "mnemo/evict/lane_rescore.hpp"
+
+namespace mnemo::evict {
+
+struct expected_attention {
+  static constexpr std::size_t state_floats = 2;  // score, mean ||v|| over the lane's heads
+  static constexpr bool uses_attention = true;
+  static constexpr signal_set signals = signal::query;
+  std::size_t window = 32;     // prefill query rows the statistics come from
+  std::size_t n_future = 512;  // future positions the rotation is averaged over
+  pos_t n_sink = 4;            // protected first positions; their query rows are skipped
+  std::size_t recent = 16;     // protected newest positions
+  float epsilon = 0.0f;
+  std::size_t n_head_kv = 1, d_v = 0;  // the value row's geometry (set by the user)
+  attention::rope_config rope;         // the model's (hparams().rope())
+
+  /// Pair c's averaged rotation over positions T + 1 .. T + n, as (cos, sin) means
+  /// (the Dirichlet kernel: the mean of e^{i (T + tau) w} is e^{i (T + (n + 1) / 2) w}
+  /// sin(n w / 2) / (n sin(w / 2)), accurate for small w too).
+  static std::complex<double> mean_rotation(double w, double T, std::size_t n) noexcept {
+    if (n == 0) return std::polar(1.0, T * w);
+    const double N = static_cast<double>(n), sh = std::sin(w / 2.0);
+    if (std::abs(sh) < 1e-12) return std::polar(1.0, (T + 1.0) * w);  // w = 2 pi m: all equal
+    return std::polar(1.0, (T + (N + 1.0) / 2.0) * w) * (std::sin(N * w / 2.0) / (N * sh));
+  }
+  /// x <- Rbar x for the pair means `m` ([n_rot / 2]).
+  void apply_mean(const std::vector<std::complex<double>>& m, float* x) const noexcept {
+    if (rope.layout == attention::rope_layout::none) return;
+    const std::size_t half = rope.n_rot / 2;
+    const bool normal = rope.layout == attention::rope_layout::normal;
+    for (std::size_t c = 0; c < half; ++c) {
+      const std::size_t a = normal ? 2 * c : c, b = normal ? 2 * c + 1 : c + half;
+      const double re = m[c].real(), im = m[c].imag(), x0 = x[a], x1 = x[b];
+      x[a] = static_cast<float>(re * x0 - im * x1);
+      x[b] = static_cast<float>(im * x0 + re * x1);
+    }
+  }
+
+  stats_request request(const step_info& s) const noexcept {
+    return {s.prefill() ? window : 0, signal::query};
+  }
+  void on_insert(const step_info& s, slot_view v, std::size_t slot, const float*,
+                 const float* val) const noexcept {
+    float norms = 0.0f;
+    const std::size_t h0 = s.first_head(), nh = s.head_count(n_head_kv);
+    for (std::size_t h = h0; h < h0 + nh; ++h) {
+      float q = 0.0f;
+      for (std::size_t i = 0; i < d_v; ++i) q += val[h * d_v + i] * val[h * d_v + i];
+      norms += std::sqrt(q);
+    }
+    v.state[2 * slot] = 0.0f;
+    v.state[2 * slot + 1] = norms / static_cast<float>(nh);
+  }
+  void on_attention(const step_info&, slot_view, const attention_signals&) const noexcept {}
+
+  /// Rescores every live cell from the call's query rows (prefill chunks only).
+  void rescore(const step_info& s, slot_view v, const lane_keys& keys,
+               const attention_signals* sg) const noexcept {
+    if (sg == nullptr || sg->query == nullptr || sg->rows == 0) return;
+    const std::size_t d = sg->d_k, g = sg->group, H = keys.n_head_kv, QH = H * g;
+    const std::size_t n = v.pos.size();
+    thread_local std::vector<float> ubar, u, q, row, z, sum;
+    thread_local std::vector<std::size_t> rows;
+    thread_local std::vector<std::complex<double>> rbar;
+    rows.clear();
+    for (std::size_t r = 0; r < sg->rows; ++r)
+      if (sg->row_pos[r] >= n_sink) rows.push_back(r);
+    if (rows.empty()) return;
+    const std::size_t w = rows.size();
+    rbar.resize(rope.n_rot / 2);
+    const double T = static_cast<double>(s.pos_end) - 1.0;
+    for (std::size_t c = 0; c < rbar.size(); ++c)
+      rbar[c] = mean_rotation(rope.pair_frequency(c), T, n_future);
+    // Per query head: ubar = Rbar mu, u_i = Rbar (q_i - mu) (pre-RoPE q_i).
+    ubar.assign(QH * d, 0.0f);
+    u.resize(QH * w * d);
+    q.resize(d);
+    for (std::size_t h = 0; h < QH; ++h) {
+      float* mu = &ubar[h * d];
+      for (std::size_t i = 0; i < w; ++i) {
+        float* ui = &u[(h * w + i) * d];
+        const float* src = &sg->query[(rows[i] * QH + h) * d];
+        for (std::size_t e = 0; e < d; ++e) ui[e] = src[e];
+        attention::rope_rotate(rope, ui, -static_cast<double>(sg->row_pos[rows[i]]));
+        for (std::size_t e = 0; e < d; ++e) mu[e] += ui[e] / static_cast<float>(w);
+      }
+      for (std::size_t i = 0; i < w; ++i) {
+        float* ui = &u[(h * w + i) * d];
+        for (std::size_t e = 0; e < d; ++e) ui[e] -= mu[e];
+        apply_mean(rbar, ui);
+      }
+      apply_mean(rbar, mu);
+    }
+    // z [QH, n], then a softmax per query head over the live cells.
+    const float inv_sqrt_d = 1.0f / std::sqrt(static_cast<float>(d));
+    const float cov_scale = 1.0f / (2.0f * static_cast<float>(d) * static_cast<float>(w));
+    z.resize(QH * n);
+    row.resize(H * d);
+    for (std::size_t j = 0; j < n; ++j) {
+      if (!v.live(j)) continue;
+      keys.row(j, row.data());
+      for (std::size_t h = 0; h < QH; ++h) {
+        const float* k = &row[(h / g) * d];
+        const float m = dot_f32(k, &ubar[h * d], d);
+        float c = 0.0f;
+        for (std::size_t i = 0; i < w; ++i) {
+          const float p = dot_f32(k, &u[(h * w + i) * d], d);
+          c += p * p;
+        }
+        z[h * n + j] = m * inv_sqrt_d + c * cov_scale;
+      }
+    }
+    sum.assign(n, 0.0f);  // sum over query heads of the softmax
+    for (std::size_t h = 0; h < QH; ++h) {
+      float mx = -INFINITY, tot = 0.0f;
+      for (std::size_t j = 0; j < n; ++j)
+        if (v.live(j)) mx = z[h * n + j] > mx ? z[h * n + j] : mx;
+      for (std::size_t j = 0; j < n; ++j)
+        if (v.live(j)) tot += (z[h * n + j] = std::exp(z[h * n + j] - mx));
+      for (std::size_t j = 0; j < n; ++j)
+        if (v.live(j)) sum[j] += z[h * n + j] / tot;
+    }
+    for (std::size_t j = 0; j < n; ++j)
+      if (v.live(j))
+        v.state[2 * j] = (sum[j] / static_cast<float>(QH) + epsilon) * v.state[2 * j + 1];
+  }
+  float score(const step_info&, slot_view v, std::size_t slot) const noexcept {
+    return v.state[2 * slot];
+  }
+  bool protect(const step_info& s, slot_view v, std::size_t slot) const noexcept {
+    return v.pos[slot] < n_sink || in_recent_window(s, v, slot, recent);
+  }
+};
+static_assert(eviction_policy<expected_attention> && lane_rescorer<expected_attention>);
+
+}  // namespace mnemo::evict

@@ -1,0 +1,203 @@
+// KeyDiff, Q-Hitter and Expected Attention against an independent fp64 model of their rules
+// (evict/rule_model.hpp): the kept positions must be equal after every call of a
+// chunked prefill and decode, per layer with 2 KV heads.
+#include <algorithm>
+#include <cmath>
+#include <complex>
+#include <numbers>
+
+#include "evict/rule_model.hpp"
+#include <gtest/gtest.h>
+
+#include "mnemo/evict/expected_attention.hpp"
+#include "mnemo/evict/key_diff.hpp"
+#include "mnemo/evict/q_hitter.hpp"
+
+namespace {
+
+using namespace evict_test;
+namespace ev = mnemo::evict;
+
+const float* key_of(const synthetic& s, pos_t p, std::size_t h) {
+  return &s.k[(static_cast<std::size_t>(p) * s.n_head_kv + h) * s.d];
+}
+
+TEST(EvictScoreRules, KeyDiffMeanKeyCosine) {
+  const synthetic s = data(110, 11);
+  for (std::size_t chunk : {1u, 8u}) {
+    ev::key_diff p;
+    p.evict_chunk = chunk;
+    ref_rule r;
+    r.chunk = chunk;
+    r.rows = [](std::size_t) { return 0; };
+    r.insert = [](cell& c, const synthetic&) { c.st = {0.0}; };
+    r.observe = [](std::vector<cell>&, const call_view&) {};
+    // score = -sum over KV heads of cos(k_j, mean of the unit keys the lane holds).
+    r.rescore = [](std::vector<cell>& cs, const synthetic& sy) {
+      const std::size_t d = sy.d;
+      for (cell& c : cs) c.st[0] = 0.0;
+      for (std::size_t h = 0; h < sy.n_head_kv; ++h) {
+        std::vector<double> a(d, 0.0);
+        for (const cell& c : cs) {
+          const float* k = key_of(sy, c.pos, h);
+          double n = 0.0;
+          for (std::size_t i = 0; i < d; ++i) n += double(k[i]) * k[i];
+          for (std::size_t i = 0; i < d; ++i) a[i] += k[i] / std::sqrt(n);
+        }
+        double an = 0.0;
+        for (double x : a) an += x * x;
+        for (cell& c : cs) {
+          const float* k = key_of(sy, c.pos, h);
+          double dot = 0.0, n = 0.0;
+          for (std::size_t i = 0; i < d; ++i) {
+            dot += k[i] * a[i];
+            n += double(k[i]) * k[i];
+          }
+          c.st[0] -= dot / std::sqrt(n * an);
+        }
+      }
+    };
+    r.score = [](const cell& c, pos_t) { return c.st[0]; };
+    // Not budget 1: two unit keys have equal cosines with their mean (an exact tie
+    // that rounding breaks either way).
+    for (std::size_t b : {3u, 9u, 30u}) {
+      SCOPED_TRACE(testing::Message() << "evict_chunk " << chunk);
+      compare(s, r, p, b, 40, 10, "key_diff");
+    }
+  }
+}
+
+double quant_error(const float* x, std::size_t n, unsigned bits) {
+  double amax = 0.0;
+  for (std::size_t i = 0; i < n; ++i) amax = std::max(amax, std::fabs(double(x[i])));
+  if (amax == 0.0) return 0.0;
+  const double qmax = double((1u << (bits - 1)) - 1u), err_scale = amax / qmax;
+  double e = 0.0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const double r = x[i] - std::nearbyint(x[i] * qmax / amax) * err_scale;
+    e += r * r;
+  }
+  return std::sqrt(e);
+}
+
+TEST(EvictScoreRules, QHitterMassAndQuantisationError) {
+  const synthetic s = data(100, 12);
+  for (unsigned bits : {2u, 4u}) {
+    ev::q_hitter p;
+    p.recent = 3;
+    p.bits = bits;
+    p.n_head_kv = s.n_head_kv;
+    p.d_k = p.d_v = s.d;
+    ref_rule r;
+    r.recent = 3;
+    r.rows = [](std::size_t n) { return n; };
+    // st = {S, e}; the score min-max normalises both over the cells held now.
+    r.insert = [&](cell& c, const synthetic& sy) {
+      double e = 0.0;
+      for (std::size_t h = 0; h < sy.n_head_kv; ++h) {
+        const std::size_t off = (static_cast<std::size_t>(c.pos) * sy.n_head_kv + h) * sy.d;
+        e += quant_error(&sy.k[off], sy.d, bits) + quant_error(&sy.v[off], sy.d, bits);
+      }
+      c.st = {0.0, e, 0.0};
+    };
+    r.observe = [](std::vector<cell>& cs, const call_view& cv) {
+      for (std::size_t c = 0; c < cs.size(); ++c) cs[c].st[0] += mass_of(cv, c);
+      double slo = INFINITY, shi = -INFINITY, elo = INFINITY, ehi = -INFINITY;
+      for (const cell& c : cs) {
+        slo = std::min(slo, c.st[0]);
+        shi = std::max(shi, c.st[0]);
+        elo = std::min(elo, c.st[1]);
+        ehi = std::max(ehi, c.st[1]);
+      }
+      for (cell& c : cs) {
+        const double ms = shi > slo ? (c.st[0] - slo) / (shi - slo) : 0.0;
+        const double me = ehi > elo ? (c.st[1] - elo) / (ehi - elo) : 0.0;
+        c.st[2] = 0.5 * ms - 0.25 * me + 0.5;
+      }
+    };
+    r.score = [](const cell& c, pos_t) { return c.st[2]; };
+    for (std::size_t b : {4u, 20u}) {
+      SCOPED_TRACE(testing::Message() << "bits " << bits);
+      compare(s, r, p, b, 40, 8, "q_hitter");
+    }
+  }
+}
+
+TEST(EvictScoreRules, ExpectedAttentionQueryStatistics) {
+  const synthetic s = data(100, 13);
+  const std::size_t d = s.d, H = s.n_head, Hk = s.n_head_kv, g = H / Hk, window = 6;
+  ev::expected_attention p;
+  p.window = window;
+  p.n_sink = 0;
+  p.recent = 3;
+  p.epsilon = 0.01f;
+  p.n_head_kv = Hk;
+  p.d_v = d;
+  p.rope.layout = mnemo::attention::rope_layout::none;  // as the model's cache here
+  ref_rule r;
+  r.recent = 3;
+  r.rows = [&](std::size_t n) { return n > 1 ? window : 0; };
+  r.insert = [&](cell& c, const synthetic& sy) {
+    double vn = 0.0;
+    for (std::size_t h = 0; h < Hk; ++h) {
+      double q = 0.0;
+      for (std::size_t i = 0; i < d; ++i) {
+        const double x = sy.v[(static_cast<std::size_t>(c.pos) * Hk + h) * d + i];
+        q += x * x;
+      }
+      vn += std::sqrt(q);
+    }
+    c.st = {0.0, vn / double(Hk)};
+  };
+  // Per query head: mean and covariance of the window's queries; z = k.mu / sqrt(d) +
+  // k^T Sigma k / (2d); softmax over the cells, averaged over heads; times ||v||.
+  r.observe = [&](std::vector<cell>& cs, const call_view& cv) {
+    std::vector<double> avg(cs.size(), 0.0);
+    const std::size_t w = cv.row_pos.size();
+    for (std::size_t qh = 0; qh < H; ++qh) {
+      std::vector<double> mu(d, 0.0);
+      for (pos_t row : cv.row_pos)
+        for (std::size_t e = 0; e < d; ++e)
+          mu[e] += s.q[(static_cast<std::size_t>(row) * H + qh) * d + e] / double(w);
+      std::vector<std::vector<double>> cov(d, std::vector<double>(d, 0.0));
+      for (pos_t row : cv.row_pos)
+        for (std::size_t a = 0; a < d; ++a)
+          for (std::size_t b = 0; b < d; ++b)
+            cov[a][b] += (s.q[(static_cast<std::size_t>(row) * H + qh) * d + a] - mu[a]) *
+                         (s.q[(static_cast<std::size_t>(row) * H + qh) * d + b] - mu[b]) /
+                         double(w);
+      std::vector<double> z(cs.size());
+      double mx = -INFINITY, tot = 0.0;
+      for (std::size_t c = 0; c < cs.size(); ++c) {
+        const float* k = key_of(s, cs[c].pos, qh / g);
+        double m = 0.0, quad = 0.0;
+        for (std::size_t a = 0; a < d; ++a) {
+          m += k[a] * mu[a];
+          for (std::size_t b = 0; b < d; ++b) quad += k[a] * cov[a][b] * k[b];
+        }
+        mx = std::max(mx, z[c] = m / std::sqrt(double(d)) + quad / (2.0 * double(d)));
+      }
+      for (double x : z) tot += std::exp(x - mx);
+      for (std::size_t c = 0; c < cs.size(); ++c) avg[c] += std::exp(z[c] - mx) / tot / double(H);
+    }
+    for (std::size_t c = 0; c < cs.size(); ++c) cs[c].st[0] = (avg[c] + 0.01) * cs[c].st[1];
+  };
+  r.score = [](const cell& c, pos_t) { return c.st[0]; };
+  for (std::size_t b : {5u, 24u}) compare(s, r, p, b, 60, 12, "expected_attention");
+}
+
+TEST(EvictScoreRules, ExpectedAttentionMeanRotationIsTheAverageOfRotations) {
+  // The closed form against the direct sum of e^{i (T + tau) w}, tau = 1..n.
+  for (double w : {1.0, 0.3, 1e-3, 1e-9, 2.0 * std::numbers::pi})
+    for (double T : {0.0, 17.0, 4000.0})
+      for (std::size_t n : {1u, 7u, 512u}) {
+        std::complex<double> want = 0.0;
+        for (std::size_t t = 1; t <= n; ++t) want += std::polar(1.0, (T + double(t)) * w);
+        want /= double(n);
+        const auto got = ev::expected_attention::mean_rotation(w, T, n);
+        EXPECT_NEAR(got.real(), want.real(), 1e-9) << "w " << w << " T " << T << " n " << n;
+        EXPECT_NEAR(got.imag(), want.imag(), 1e-9) << "w " << w << " T " << T << " n " << n;
+      }
+}
+
+}  // namespace
