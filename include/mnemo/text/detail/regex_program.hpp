@@ -18,6 +18,9 @@ namespace mnemo::text::detail {
 
 /// A set of units: ASCII values by bitmap, other values by ranges, plus class bits.
 /// `without` holds bits whose absence makes a member (\S, \P{L} inside brackets).
+/// `also` narrows the set to the units every one of those classes holds too: the
+/// compiler folds a one-class lookahead into the class it guards (`(?=[\p{L}])[^a-z]`,
+/// `(?!\p{Han})\p{L}`), so a starred group of such pairs becomes a run.
 struct char_class {
   std::array<std::uint64_t, 2> ascii{};
   // membership of the unit of each ASCII code point under the program's flavour (those
@@ -27,6 +30,7 @@ struct char_class {
   std::uint16_t props = 0;
   std::uint16_t without = 0;
   bool negated = false;
+  std::vector<char_class> also;
 
   bool contains(const match_unit& u) const noexcept {
     if (u.value < 0x80) return (ascii_units[u.value >> 6] >> (u.value & 63)) & 1u;
@@ -43,7 +47,26 @@ struct char_class {
       in = it != ranges.end() && it->first <= u.value;
     }
     in = in || (u.props & props) != 0 || (without != 0 && (u.props & without) == 0);
-    return in != negated;
+    if (in == negated) return false;
+    for (const char_class& c : also)
+      if (!c.contains_slow(u)) return false;
+    return true;
+  }
+
+  /// The units outside this class (for a class without `also`).
+  char_class complement() const {
+    char_class c = *this;
+    c.negated = !negated;
+    return c;
+  }
+
+  /// The units in both classes. The result's own fields stay one operand's (a superset
+  /// of the intersection), which keeps the compiler's start-unit analysis sound; the
+  /// operand that is not negated is kept there, as it is the narrower description.
+  static char_class intersect(char_class a, char_class b) {
+    if (a.negated && !b.negated) std::swap(a, b);
+    a.also.push_back(std::move(b));
+    return a;
   }
 
   void add(std::uint32_t lo, std::uint32_t hi) {
