@@ -298,19 +298,24 @@ status attend(const shape& sh, const params& p, const query_batch& q,
 /// The attend() instantiations the mnemo::kernels library compiles once for the native
 /// ISA (src/kernels/attention.cpp): each K/V element type stored alike for K and V, with
 /// and without statistics. X(KE, VE, Sink) is applied to each.
-#define MNEMO_ATTEND_KERNEL_INSTANCES(X)                                             \
-  X(float, float, null_sink) X(float, float, mass_sink)                              \
-  X(dtype::f16, dtype::f16, null_sink) X(dtype::f16, dtype::f16, mass_sink)          \
-  X(dtype::bf16, dtype::bf16, null_sink) X(dtype::bf16, dtype::bf16, mass_sink)      \
-  X(dtype::block_q8_0, dtype::block_q8_0, null_sink)                                 \
-  X(dtype::block_q8_0, dtype::block_q8_0, mass_sink)                                 \
-  X(dtype::block_q4_0, dtype::block_q4_0, null_sink)                                 \
+// clang-format off
+#define MNEMO_ATTEND_KERNEL_INSTANCES(X)                   \
+  X(float, float, null_sink)                               \
+  X(float, float, mass_sink)                               \
+  X(dtype::f16, dtype::f16, null_sink)                     \
+  X(dtype::f16, dtype::f16, mass_sink)                     \
+  X(dtype::bf16, dtype::bf16, null_sink)                   \
+  X(dtype::bf16, dtype::bf16, mass_sink)                   \
+  X(dtype::block_q8_0, dtype::block_q8_0, null_sink)       \
+  X(dtype::block_q8_0, dtype::block_q8_0, mass_sink)       \
+  X(dtype::block_q4_0, dtype::block_q4_0, null_sink)       \
   X(dtype::block_q4_0, dtype::block_q4_0, mass_sink)
+// clang-format on
 
 #if defined(MNEMO_EXTERN_KERNELS)
 // Compiled once in mnemo::kernels, not in every translation unit (docs/compile-time.md).
-#define MNEMO_ATTEND_EXTERN_(KE, VE, Sink)                                                   \
-  extern template status attend<simd::native, KE, VE, Sink>(                                \
+#define MNEMO_ATTEND_EXTERN_(KE, VE, Sink)                                               \
+  extern template status attend<simd::native, KE, VE, Sink>(                             \
       const shape&, const params&, const query_batch&, std::span<const kv_view>, float*, \
       workspace&, const options&, Sink);
 MNEMO_ATTEND_KERNEL_INSTANCES(MNEMO_ATTEND_EXTERN_)

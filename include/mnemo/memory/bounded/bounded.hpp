@@ -471,13 +471,13 @@ class bounded {
   bounded_config cfg_;
   Policy policy_;
   kv_storage<KE, VE> kv_;
-  std::size_t lh_ = 1;                   // lanes per (sequence, layer)
-  std::size_t slots_ = 0;                // slots per lane (lane_slots())
-  std::vector<std::size_t> head_kept_;   // AdaKV: [lanes_per_layer] kept after this call
+  std::size_t lh_ = 1;                        // lanes per (sequence, layer)
+  std::size_t slots_ = 0;                     // slots per lane (lane_slots())
+  std::vector<std::size_t> head_kept_;        // AdaKV: [lanes_per_layer] kept after this call
   std::vector<unsigned char> head_rescored_;  // AdaKV: [lanes_per_layer] rescored in this call
-  std::size_t k_part_ = 0, v_part_ = 0;  // K / V elements of one lane's row
-  std::vector<lane> lanes_;              // [n_seq_max, n_layer, lanes_per_layer]
-  std::vector<pos_t> pos_max_;           // [n_seq_max] logical newest position
+  std::size_t k_part_ = 0, v_part_ = 0;       // K / V elements of one lane's row
+  std::vector<lane> lanes_;                   // [n_seq_max, n_layer, lanes_per_layer]
+  std::vector<pos_t> pos_max_;                // [n_seq_max] logical newest position
   std::vector<planned> plan_;
   // transaction
   bool tx_open_ = false;
