@@ -331,32 +331,22 @@ TEST(EvictAdakv, NeedleModelTable) {
   };
   std::vector<seed_run> runs;  // the full cache once per seed
   for (std::uint64_t seed = 1; seed <= n_seeds; ++seed) {
-    needle_spec sp;
-    sp.n_prompt = n_prompt;
-    sp.seed = seed;
-    sp.depth = 0.1 + 0.15 * static_cast<double>(seed % 3);
-    const needle_model nm(sp);
+    const needle_model nm(table_spec(n_prompt, seed));
     const synthetic s = nm.rows(nm.full_sequence());
     runs.push_back({nm, s, run_synthetic(s, n_prompt - 1, 32, s.n_tokens, planted{})});
   }
   auto table = [&](const char* name, auto policy) {
     for (std::size_t b : {n_prompt / 16, n_prompt / 8, n_prompt / 4, n_prompt / 2}) {
-      int kept = 0, right = 0;
-      double agree = 0, div = 0, kl = 0;
+      quality_sum sum;
       for (const seed_run& sr : runs) {
         const quality q = measure_needle(sr.nm, sr.s, sr.full, b, policy, o);
         if (std::string(name).find("tova") != std::string::npos) {
           EXPECT_TRUE(q.answer_right) << name << " budget " << b << " seed " << sr.nm.spec().seed;
         }
-        kept += q.needle_kept;
-        right += q.answer_right;
-        agree += q.top1_agreement;
-        div += static_cast<double>(q.first_divergence);
-        kl += q.kl;
+        sum.add(q);
       }
-      const double ns = static_cast<double>(n_seeds);
-      std::printf("| %s | %zu | %d/%zu | %d/%zu | %.2f | %.1f | %.4f |\n", name, b, kept, n_seeds,
-                  right, n_seeds, agree / ns, div / ns, kl / ns);
+      std::printf("| %s | %zu ", name, b);
+      sum.print(n_seeds);
     }
   };
   ev::adakv<ev::h2o> h;

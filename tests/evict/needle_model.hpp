@@ -25,6 +25,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdio>
 #include <vector>
 
 #include "evict/harness.hpp"
@@ -178,6 +179,35 @@ struct quality {
   std::size_t first_divergence = 0;  // first decode row whose top-1 differs (n: none)
   double kl = 0.0;                   // mean KL(full || bounded) of the next-token distribution
 };
+
+/// The metrics of one table row summed over its seeds; print() writes the row's
+/// averages after its leading cells ("| name | budget ").
+struct quality_sum {
+  int kept = 0, right = 0;
+  double agree = 0, div = 0, kl = 0;
+  void add(const quality& q) {
+    kept += q.needle_kept;
+    right += q.answer_right;
+    agree += q.top1_agreement;
+    div += static_cast<double>(q.first_divergence);
+    kl += q.kl;
+  }
+  void print(std::size_t n_seeds) const {
+    const double ns = static_cast<double>(n_seeds);
+    std::printf("| %d/%zu | %d/%zu | %.2f | %.1f | %.4f |\n", kept, n_seeds, right, n_seeds,
+                agree / ns, div / ns, kl / ns);
+  }
+};
+
+/// The needle spec of the tables' seed `seed`: the needle at 0.1, 0.25 or 0.4 of the
+/// prompt, outside every recent window.
+inline needle_spec table_spec(std::size_t n_prompt, std::uint64_t seed) {
+  needle_spec sp;
+  sp.n_prompt = n_prompt;
+  sp.seed = seed;
+  sp.depth = 0.1 + 0.15 * static_cast<double>(seed % 3);
+  return sp;
+}
 
 template <std::size_t V>
 double kl_divergence(const std::array<double, V>& a, const std::array<double, V>& b) {

@@ -90,16 +90,11 @@ TEST(EvictNeedle, AttentionAwareKeepTheNeedleBlindCannot) {
   struct row {
     std::string name;
     std::size_t budget;
-    int kept = 0, right = 0;
-    double agree = 0, div = 0, kl = 0;
+    quality_sum sum;
   };
   std::vector<row> rows;
   for (std::uint64_t seed = 1; seed <= n_seeds; ++seed) {
-    needle_spec sp;
-    sp.n_prompt = n_prompt;
-    sp.seed = seed;
-    sp.depth = 0.1 + 0.15 * static_cast<double>(seed % 3);  // outside every recent window
-    const needle_model nm(sp);
+    const needle_model nm(table_spec(n_prompt, seed));
     const std::vector<token_id> toks = nm.full_sequence();
     const synthetic s = nm.rows(toks);
     const std::size_t n = s.n_tokens, n_prefill = n_prompt - 1;
@@ -112,13 +107,8 @@ TEST(EvictNeedle, AttentionAwareKeepTheNeedleBlindCannot) {
     for_each_policy(future, n, [&](const char* name, auto policy, kind k) {
       for (std::size_t b : {n_prompt / 16, n_prompt / 8, n_prompt / 4, n_prompt / 2}) {
         const quality q = measure_needle(nm, s, full, b, policy);
-        if (seed == 1) rows.push_back({name, b});
-        row& r = rows[i++];
-        r.kept += q.needle_kept;
-        r.right += q.answer_right;
-        r.agree += q.top1_agreement;
-        r.div += static_cast<double>(q.first_divergence);
-        r.kl += q.kl;
+        if (seed == 1) rows.push_back({name, b, {}});
+        rows[i++].sum.add(q);
         if (k == kind::attention_aware) {
           EXPECT_TRUE(q.needle_kept && q.answer_right)
               << name << " budget " << b << " seed " << seed;
@@ -135,10 +125,10 @@ TEST(EvictNeedle, AttentionAwareKeepTheNeedleBlindCannot) {
     });
     i = 0;
   }
-  const double ns = static_cast<double>(n_seeds);
-  for (const row& r : rows)
-    std::printf("| %s | %zu | %d/%zu | %d/%zu | %.2f | %.1f | %.4f |\n", r.name.c_str(), r.budget,
-                r.kept, n_seeds, r.right, n_seeds, r.agree / ns, r.div / ns, r.kl / ns);
+  for (const row& r : rows) {
+    std::printf("| %s | %zu ", r.name.c_str(), r.budget);
+    r.sum.print(n_seeds);
+  }
 }
 
 }  // namespace

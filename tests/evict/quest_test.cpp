@@ -312,13 +312,9 @@ TEST(EvictQuest, NeedleModelReadsTheNeedlePage) {
       "| quest (page %zu) | budget | needle read | answer right | top-1 | first div | KL |\n",
       page);
   for (std::size_t b : {n_prompt / 16, n_prompt / 8, n_prompt / 4, n_prompt / 2, 2 * n_prompt}) {
-    int kept = 0, right = 0;
-    double agree = 0, div = 0, kl = 0;
+    quality_sum sum;
     for (std::uint64_t seed = 1; seed <= n_seeds; ++seed) {
-      needle_spec sp;
-      sp.n_prompt = n_prompt;
-      sp.seed = seed;
-      sp.depth = 0.1 + 0.15 * static_cast<double>(seed % 3);
+      const needle_spec sp = table_spec(n_prompt, seed);
       const needle_model nm(sp);
       const synthetic s = nm.rows(nm.full_sequence());
       const run_result full = run_synthetic(s, n_prompt - 1, 32, s.n_tokens, evict::last_recent{});
@@ -329,15 +325,10 @@ TEST(EvictQuest, NeedleModelReadsTheNeedlePage) {
         EXPECT_EQ(q.top1_agreement, 1.0) << "seed " << seed;
         EXPECT_LT(q.kl, 1e-9) << "seed " << seed;
       }
-      kept += q.needle_kept;
-      right += q.answer_right;
-      agree += q.top1_agreement;
-      div += static_cast<double>(q.first_divergence);
-      kl += q.kl;
+      sum.add(q);
     }
-    const double ns = static_cast<double>(n_seeds);
-    std::printf("| quest | %zu | %d/%zu | %d/%zu | %.2f | %.1f | %.4f |\n", b, kept, n_seeds, right,
-                n_seeds, agree / ns, div / ns, kl / ns);
+    std::printf("| quest | %zu ", b);
+    sum.print(n_seeds);
   }
 }
 

@@ -295,14 +295,9 @@ TEST(EvictThink, NeedleModelKeepsTheNeedleChannel) {
       "| think (window 8) | pairs dropped | needle channel | answer right | top-1 | first "
       "div | KL |\n");
   for (double ratio : {0.0, 0.125, 0.25, 0.5, 0.75}) {
-    int kept = 0, right = 0;
-    double agree = 0, div = 0, kl = 0;
+    quality_sum sum;
     for (std::uint64_t seed = 1; seed <= n_seeds; ++seed) {
-      needle_spec sp;
-      sp.n_prompt = n_prompt;
-      sp.seed = seed;
-      sp.depth = 0.1 + 0.15 * static_cast<double>(seed % 3);
-      const needle_model nm(sp);
+      const needle_model nm(table_spec(n_prompt, seed));
       const synthetic s = nm.rows(nm.full_sequence());
       const run_result full = run_synthetic(s, n_prompt - 1, 32, s.n_tokens, evict::last_recent{});
       const auto [out, ch0] = run_think(nm, s, ratio, 8);
@@ -311,15 +306,10 @@ TEST(EvictThink, NeedleModelKeepsTheNeedleChannel) {
       if (ratio == 0.0) {
         EXPECT_LT(q.kl, 1e-9) << "seed " << seed;
       }
-      kept += q.needle_kept;
-      right += q.answer_right;
-      agree += q.top1_agreement;
-      div += static_cast<double>(q.first_divergence);
-      kl += q.kl;
+      sum.add(q);
     }
-    const double ns = static_cast<double>(n_seeds);
-    std::printf("| think | %g | %d/%zu | %d/%zu | %.2f | %.1f | %.4f |\n", ratio, kept, n_seeds,
-                right, n_seeds, agree / ns, div / ns, kl / ns);
+    std::printf("| think | %g ", ratio);
+    sum.print(n_seeds);
   }
 }
 
