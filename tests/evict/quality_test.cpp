@@ -8,10 +8,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <string>
 
 #include "common/random_llama.hpp"
 #include "evict/harness.hpp"
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include "mnemo/context.hpp"
 #include "mnemo/evict/adakv.hpp"
@@ -167,9 +169,12 @@ const llama_fixture& small_llama() {
     c.n_ff = k_big ? 512 : 128;
     c.weight_type = dtype::element_type::f32;
     c.seed = 3;
-    const auto path = (std::filesystem::temp_directory_path() /
-                       ("mnemo_evict_llama_" + std::to_string(c.n_embd) + ".gguf"))
-                          .string();
+    // one file per process: ctest runs the cases that share it in parallel processes,
+    // and rewriting a file another process has mapped kills that one (SIGBUS)
+    const auto path =
+        (std::filesystem::temp_directory_path() / ("mnemo_evict_llama_" + std::to_string(c.n_embd) +
+                                                   "_" + std::to_string(::getpid()) + ".gguf"))
+            .string();
     EXPECT_TRUE(mnemo_examples::write_random_llama(c, path).is_ok());
     return llama_fixture{path, model::llama_model::open(path).value()};
   }();
