@@ -63,6 +63,24 @@ struct ref_rule {
 };
 
 /// Runs the model and the bounded cache side by side; compares kept sets per call.
+/// Rows [t, t + n) of s as micro-batch 0 of sequence 0 in the one-layer memory m: planned,
+/// applied, K/V written; pos / seq are the rows' positions and sequence, lv layer 0's
+/// views. Call it inside ASSERT_NO_FATAL_FAILURE.
+template <class Memory>
+void feed_rows(Memory& m, const synthetic& s, std::size_t t, std::size_t n, std::vector<pos_t>& pos,
+               std::vector<mnemo::seq_id>& seq, mnemo::memory::layer_views& lv) {
+  pos.resize(n);
+  seq.assign(n, 0);
+  std::vector<mnemo::seq_set> sets(n, mnemo::seq_set::of(0));
+  for (std::size_t j = 0; j < n; ++j) pos[j] = static_cast<pos_t>(t + j);
+  const mnemo::memory::ubatch_tokens ub{pos, sets};
+  ASSERT_TRUE(m.prepare(std::span(&ub, 1)).is_ok());
+  ASSERT_TRUE(m.apply(0, ub).is_ok());
+  const std::size_t row = s.n_head_kv * s.d;
+  for (std::size_t j = 0; j < n; ++j) m.write_kv(0, 0, j, &s.k[(t + j) * row], &s.v[(t + j) * row]);
+  m.views(0, 0, lv);
+}
+
 template <class Policy>
 void compare(const synthetic& s, const ref_rule& rule, Policy p, std::size_t budget,
              std::size_t n_prefill, std::size_t chunk, const char* name) {
@@ -83,16 +101,9 @@ void compare(const synthetic& s, const ref_rule& rule, Policy p, std::size_t bud
   std::size_t t = 0;
   while (t < s.n_tokens) {
     const std::size_t n = t < n_prefill ? std::min(chunk, n_prefill - t) : 1;
-    std::vector<pos_t> pos(n);
-    std::vector<mnemo::seq_id> seq(n, 0);
-    std::vector<mnemo::seq_set> sets(n, mnemo::seq_set::of(0));
-    for (std::size_t j = 0; j < n; ++j) pos[j] = static_cast<pos_t>(t + j);
-    const mnemo::memory::ubatch_tokens ub{pos, sets};
-    ASSERT_TRUE(m.prepare(std::span(&ub, 1)).is_ok());
-    ASSERT_TRUE(m.apply(0, ub).is_ok());
-    for (std::size_t j = 0; j < n; ++j)
-      m.write_kv(0, 0, j, &s.k[(t + j) * Hk * d], &s.v[(t + j) * Hk * d]);
-    m.views(0, 0, lv);
+    std::vector<pos_t> pos;
+    std::vector<mnemo::seq_id> seq;
+    ASSERT_NO_FATAL_FAILURE(feed_rows(m, s, t, n, pos, seq, lv));
     std::vector<float> out(n * H * d);
     const mnemo::attention::query_batch qb{&s.q[t * H * d], n, pos.data(), seq.data(), nullptr};
     ASSERT_TRUE((mnemo::model::attend_observed<mnemo::simd::native, float, float>(

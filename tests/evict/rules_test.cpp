@@ -260,16 +260,9 @@ TEST(EvictRules, DuoAttentionRaggedHeadBudgets) {
   std::size_t t = 0;
   while (t < 80) {
     const std::size_t n = t < 40 ? 8 : 1;
-    std::vector<pos_t> pos(n);
-    std::vector<mnemo::seq_id> seq(n, 0);
-    std::vector<mnemo::seq_set> sets(n, mnemo::seq_set::of(0));
-    for (std::size_t j = 0; j < n; ++j) pos[j] = static_cast<pos_t>(t + j);
-    const mnemo::memory::ubatch_tokens ub{pos, sets};
-    ASSERT_TRUE(m.prepare(std::span(&ub, 1)).is_ok());
-    ASSERT_TRUE(m.apply(0, ub).is_ok());
-    for (std::size_t j = 0; j < n; ++j)
-      m.write_kv(0, 0, j, &s.k[(t + j) * s.n_head_kv * s.d], &s.v[(t + j) * s.n_head_kv * s.d]);
-    m.views(0, 0, lv);
+    std::vector<pos_t> pos;
+    std::vector<mnemo::seq_id> seq;
+    ASSERT_NO_FATAL_FAILURE(feed_rows(m, s, t, n, pos, seq, lv));
     if (t >= 40) {  // decode: head h's stream holds its kept cells + the new token
       ASSERT_EQ(lv.segments.size(), 2u);
       EXPECT_EQ(lv.segments[0].n_cells, 25u);
