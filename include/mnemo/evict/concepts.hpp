@@ -22,6 +22,7 @@
 #include <limits>
 #include <span>
 
+#include "mnemo/attention/rope.hpp"
 #include "mnemo/base/seq_set.hpp"
 
 namespace mnemo::evict {
@@ -288,5 +289,23 @@ concept head_allocating = requires(const P& p) {
   { p.alpha } -> std::convertible_to<double>;
 }
 &&P::head_allocation;
+
+/// A policy whose memory hands decode rows to a per-lane reader instead of the plain
+/// kernel (Quest's page selection, evict/quest_reads.hpp; ThinK's pruned keys,
+/// evict/think_keys.hpp): `using lane_reader = R` and `make_reader(n_head_kv, d_k)`
+/// returning result<R>. model::attend_observed gives a micro-batch of decode rows to
+/// the lanes' readers (R::attend_row); any other call attends with the kernel and its
+/// query rows are shown to the readers (observe(q, pos, n_rows, n_head)). The memory
+/// calls touched(slot) when a cell's key changes and reset() when its lane is
+/// replaced (state load, clear, rollback, sequence operations).
+template <class P>
+concept lane_reading = requires(const P& p, typename P::lane_reader& r, std::size_t n,
+                                const float* x, const pos_t* pos,
+                                const attention::rope_config& rope) {
+  p.make_reader(n, n, rope);
+  r.observe(x, pos, n, n);
+  r.touched(n);
+  r.reset();
+};
 
 }  // namespace mnemo::evict

@@ -77,6 +77,7 @@ void bounded<P, KE, VE>::rollback() {
       ln.top = sn.top;
     }
     pos_max_ = tx_pos_max_;
+    reset_readers();  // restored rows may be ones a reader had read
   }
   commit();
 }
@@ -181,6 +182,7 @@ void bounded<P, KE, VE>::move_slot(seq_id s, std::size_t layer, std::size_t head
   std::memcpy(k_part(layer, s, to, head), k_part(layer, s, from, head), k_part_bytes());
   std::memcpy(v_part(layer, s, to, head), v_part(layer, s, from, head), v_part_bytes());
   note_move(from, to, ln.pos[from], ln.pos[from]);
+  key_changed(s, layer, head, to);
   ln.pos[to] = ln.pos[from];
   for (std::size_t i = 0; i < state_floats; ++i)
     ln.state[to * state_floats + i] = ln.state[from * state_floats + i];
@@ -262,6 +264,7 @@ status bounded<P, KE, VE>::seq_cp(seq_id src, seq_id dst, pos_t p0, pos_t p1) {
         std::copy_n(a.state.begin() + static_cast<std::ptrdiff_t>(j * state_floats), state_floats,
                     b.state.begin() + static_cast<std::ptrdiff_t>(slot * state_floats));
         std::memcpy(k_part(l, dst, slot, h), k_part(l, src, j, h), k_part_bytes());
+        key_changed(dst, l, h, slot);
         std::memcpy(v_part(l, dst, slot, h), v_part(l, src, j, h), v_part_bytes());
       }
       recount(b);
@@ -336,6 +339,7 @@ void bounded<P, KE, VE>::clear(bool data) {
     std::fill(ln.pos.begin(), ln.pos.end(), -1);
     ln.live = ln.top = 0;
   }
+  reset_readers();
   std::fill(pos_max_.begin(), pos_max_.end(), -1);
   if (data) kv_.zero();
 }
