@@ -27,10 +27,12 @@
 #include "mnemo/evict/last_recent.hpp"
 #include "mnemo/evict/oracle.hpp"
 #include "mnemo/evict/q_hitter.hpp"
+#include "mnemo/evict/quest_reads.hpp"
 #include "mnemo/evict/random_evict.hpp"
 #include "mnemo/evict/scissorhands.hpp"
 #include "mnemo/evict/snapkv.hpp"
 #include "mnemo/evict/streaming_llm.hpp"
+#include "mnemo/evict/think_keys.hpp"
 #include "mnemo/evict/tova.hpp"
 #include "mnemo/memory/full/full_cache.hpp"
 #include "mnemo/model/llama.hpp"
@@ -285,6 +287,36 @@ TEST(EvictQuality, RandomLlamaKLFallsWithBudget) {
   rows("tova per head", evict::tova{}, head);
   rows("snapkv per head", snap_p(), head);
   rows("key-norm per head", knorm_p(M.hparams().n_head_kv, M.hparams().d_k), head);
+
+  // Quest and ThinK through the decoder hold every token (budget = context): Quest reads
+  // `budget` cells per decode row (pages of 4), ThinK keeps the fraction budget /
+  // context of each KV head's channel pairs (window: the last 8 prefill rows).
+  auto read_rows = [&](const char* name, auto policy_for) {
+    std::vector<double> kl;
+    for (std::size_t b : budgets) {
+      llama_quality q;
+      kl.push_back(mean_kl(ctx_len, policy_for(b), n_prompt, n_decode,
+                           memory::kv_granularity::per_layer, &q));
+      std::printf("| %s | %zu | %.5f | %.2f | %zu |\n", name, b, kl.back(), q.top1,
+                  q.first_divergence);
+    }
+    EXPECT_LE(kl.back(), 1e-9) << name << ": reading everything must give the full cache's logits";
+    EXPECT_GT(kl.front(), kl[2]) << name << ": KL must fall from budget " << budgets.front()
+                                 << " to " << budgets[2];
+    EXPECT_GT(kl[2], 0.0) << name;
+  };
+  read_rows("quest (page 4)", [](std::size_t b) {
+    evict::quest_reads<> p;
+    p.page_size = 4;
+    p.top_pages = std::max<std::size_t>(1, b / 4);
+    return p;
+  });
+  read_rows("think", [&](std::size_t b) {
+    evict::think_keys<> p;
+    p.prune_ratio = 1.0 - static_cast<double>(b) / static_cast<double>(ctx_len);
+    p.window = 8;
+    return p;
+  });
 }
 
 // AdaKV (ragged per-head budgets in a shared pool) around per-head scorers; budget
