@@ -91,10 +91,11 @@ void for_each_new_policy(std::size_t h, std::size_t d, F&& f) {
 }
 
 /// KeyDiff, Q-Hitter and Expected Attention (`rope`: how the cache's keys and the
-/// queries were rotated, which Expected Attention undoes and averages).
+/// queries were rotated, which Expected Attention undoes and averages; `group`: query
+/// heads per KV head).
 template <class F>
-void for_each_score_policy(std::size_t h, std::size_t d, const attention::rope_config& rope,
-                           F&& f) {
+void for_each_score_policy(std::size_t h, std::size_t group, std::size_t d,
+                           const attention::rope_config& rope, F&& f) {
   evict::key_diff kd;
   kd.evict_chunk = 8;
   f("key-diff", kd);
@@ -107,6 +108,7 @@ void for_each_score_policy(std::size_t h, std::size_t d, const attention::rope_c
   ea.window = 8;
   ea.recent = 8;
   ea.n_head_kv = h;
+  ea.group = group;
   ea.d_v = d;
   ea.rope = rope;
   f("expected-attention", ea);
@@ -152,7 +154,7 @@ TEST(EvictQuality, SyntheticErrorAndNeedle) {
   for_each_new_policy(1, 32, rows);
   attention::rope_config none;
   none.layout = attention::rope_layout::none;  // the synthetic keys are not rotated
-  for_each_score_policy(1, 32, none, rows);
+  for_each_score_policy(1, 2, 32, none, rows);
 }
 
 struct llama_fixture {
@@ -277,8 +279,8 @@ TEST(EvictQuality, RandomLlamaKLFallsWithBudget) {
     EXPECT_EQ(rows(name, policy, memory::kv_granularity::per_layer).back(), 0.0) << name;
   });
   for_each_score_policy(
-      M.hparams().n_head_kv, M.hparams().d_k, M.hparams().rope(),
-      [&](const char* name, auto policy) {
+      M.hparams().n_head_kv, M.hparams().n_head / M.hparams().n_head_kv, M.hparams().d_k,
+      M.hparams().rope(), [&](const char* name, auto policy) {
         EXPECT_EQ(rows(name, policy, memory::kv_granularity::per_layer).back(), 0.0) << name;
       });
   // Per-KV-head lanes for the policies that score per head .

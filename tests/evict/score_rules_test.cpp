@@ -123,9 +123,13 @@ TEST(EvictScoreRules, QHitterMassAndQuantisationError) {
   }
 }
 
+// The window is the last `window` query rows of every call (prefill and decode);
+// a prefill chunk, the first scoring and every rescore_every-th decode step rescore
+// every cell and keep each head's log-sum-exp L; other decode steps score the new
+// token against L.
 TEST(EvictScoreRules, ExpectedAttentionQueryStatistics) {
   const synthetic s = data(100, 13);
-  const std::size_t d = s.d, H = s.n_head, Hk = s.n_head_kv, g = H / Hk, window = 6;
+  const std::size_t d = s.d, H = s.n_head, Hk = s.n_head_kv, g = H / Hk, window = 6, every = 8;
   ev::expected_attention p;
   p.window = window;
   p.n_sink = 0;
@@ -133,57 +137,85 @@ TEST(EvictScoreRules, ExpectedAttentionQueryStatistics) {
   p.epsilon = 0.01f;
   p.n_head_kv = Hk;
   p.d_v = d;
+  p.group = g;
+  p.rescore_every = every;
   p.rope.layout = mnemo::attention::rope_layout::none;  // as the model's cache here
-  ref_rule r;
-  r.recent = 3;
-  r.rows = [&](std::size_t n) { return n > 1 ? window : 0; };
-  r.insert = [&](cell& c, const synthetic& sy) {
-    double vn = 0.0;
-    for (std::size_t h = 0; h < Hk; ++h) {
-      double q = 0.0;
-      for (std::size_t i = 0; i < d; ++i) {
-        const double x = sy.v[(static_cast<std::size_t>(c.pos) * Hk + h) * d + i];
-        q += x * x;
-      }
-      vn += std::sqrt(q);
-    }
-    c.st = {0.0, vn / double(Hk)};
-  };
-  // Per query head: mean and covariance of the window's queries; z = k.mu / sqrt(d) +
-  // k^T Sigma k / (2d); softmax over the cells, averaged over heads; times ||v||.
-  r.observe = [&](std::vector<cell>& cs, const call_view& cv) {
-    std::vector<double> avg(cs.size(), 0.0);
-    const std::size_t w = cv.row_pos.size();
-    for (std::size_t qh = 0; qh < H; ++qh) {
-      std::vector<double> mu(d, 0.0);
-      for (pos_t row : cv.row_pos)
-        for (std::size_t e = 0; e < d; ++e)
-          mu[e] += s.q[(static_cast<std::size_t>(row) * H + qh) * d + e] / double(w);
-      std::vector<std::vector<double>> cov(d, std::vector<double>(d, 0.0));
-      for (pos_t row : cv.row_pos)
-        for (std::size_t a = 0; a < d; ++a)
-          for (std::size_t b = 0; b < d; ++b)
-            cov[a][b] += (s.q[(static_cast<std::size_t>(row) * H + qh) * d + a] - mu[a]) *
-                         (s.q[(static_cast<std::size_t>(row) * H + qh) * d + b] - mu[b]) /
-                         double(w);
-      std::vector<double> z(cs.size());
-      double mx = -INFINITY, tot = 0.0;
-      for (std::size_t c = 0; c < cs.size(); ++c) {
-        const float* k = key_of(s, cs[c].pos, qh / g);
-        double m = 0.0, quad = 0.0;
-        for (std::size_t a = 0; a < d; ++a) {
-          m += k[a] * mu[a];
-          for (std::size_t b = 0; b < d; ++b) quad += k[a] * cov[a][b] * k[b];
+  for (std::size_t b : {5u, 24u}) {
+    std::vector<pos_t> ring;     // the window's rows
+    std::vector<double> lse(H);  // per query head, at the last full rescore
+    std::size_t since = 0;
+    bool scored = false;
+    ref_rule r;
+    r.recent = 3;
+    r.rows = [&](std::size_t) { return window; };
+    r.insert = [&](cell& c, const synthetic& sy) {
+      double vn = 0.0;
+      for (std::size_t h = 0; h < Hk; ++h) {
+        double q = 0.0;
+        for (std::size_t i = 0; i < d; ++i) {
+          const double x = sy.v[(static_cast<std::size_t>(c.pos) * Hk + h) * d + i];
+          q += x * x;
         }
-        mx = std::max(mx, z[c] = m / std::sqrt(double(d)) + quad / (2.0 * double(d)));
+        vn += std::sqrt(q);
       }
-      for (double x : z) tot += std::exp(x - mx);
-      for (std::size_t c = 0; c < cs.size(); ++c) avg[c] += std::exp(z[c] - mx) / tot / double(H);
-    }
-    for (std::size_t c = 0; c < cs.size(); ++c) cs[c].st[0] = (avg[c] + 0.01) * cs[c].st[1];
-  };
-  r.score = [](const cell& c, pos_t) { return c.st[0]; };
-  for (std::size_t b : {5u, 24u}) compare(s, r, p, b, 60, 12, "expected_attention");
+      c.st = {0.0, vn / double(Hk)};
+    };
+    // Per query head: mean and covariance of the window's queries; z = k.mu / sqrt(d) +
+    // k^T Sigma k / (2d); exp(z - L) averaged over heads, L the log-sum-exp of z over
+    // the cells at the last full rescore; (that + epsilon) x ||v||.
+    r.observe = [&](std::vector<cell>& cs, const call_view& cv) {
+      for (pos_t row : cv.row_pos) ring.push_back(row);
+      if (ring.size() > window)
+        ring.erase(ring.begin(), ring.end() - static_cast<std::ptrdiff_t>(window));
+      ++since;
+      const bool prefill = cv.row_pos.size() > 1;  // a chunk gives min(window, n) > 1 rows
+      const bool all = prefill || !scored || since >= every;
+      const std::size_t w = ring.size();
+      std::vector<std::vector<double>> z(H, std::vector<double>(cs.size(), 0.0));
+      auto now = [&](const cell& c) { return all || c.pos == cv.pos_end - 1; };
+      for (std::size_t qh = 0; qh < H; ++qh) {
+        auto q = [&](pos_t row, std::size_t e) {
+          return double(s.q[(static_cast<std::size_t>(row) * H + qh) * d + e]);
+        };
+        std::vector<double> mu(d, 0.0);
+        for (pos_t row : ring)
+          for (std::size_t e = 0; e < d; ++e) mu[e] += q(row, e) / double(w);
+        std::vector<std::vector<double>> cov(d, std::vector<double>(d, 0.0));
+        for (pos_t row : ring)
+          for (std::size_t a = 0; a < d; ++a)
+            for (std::size_t b2 = 0; b2 < d; ++b2)
+              cov[a][b2] += (q(row, a) - mu[a]) * (q(row, b2) - mu[b2]) / double(w);
+        for (std::size_t c = 0; c < cs.size(); ++c) {
+          if (!now(cs[c])) continue;
+          const float* k = key_of(s, cs[c].pos, qh / g);
+          double m = 0.0, quad = 0.0;
+          for (std::size_t a = 0; a < d; ++a) {
+            m += k[a] * mu[a];
+            for (std::size_t b2 = 0; b2 < d; ++b2) quad += k[a] * cov[a][b2] * k[b2];
+          }
+          z[qh][c] = m / std::sqrt(double(d)) + quad / (2.0 * double(d));
+        }
+        if (all) {
+          double mx = -INFINITY, tot = 0.0;
+          for (double x : z[qh]) mx = std::max(mx, x);
+          for (double x : z[qh]) tot += std::exp(x - mx);
+          lse[qh] = mx + std::log(tot);
+        }
+      }
+      for (std::size_t c = 0; c < cs.size(); ++c) {
+        if (!now(cs[c])) continue;
+        double a = 0.0;
+        for (std::size_t qh = 0; qh < H; ++qh) a += std::exp(z[qh][c] - lse[qh]) / double(H);
+        cs[c].st[0] = (a + 0.01) * cs[c].st[1];
+      }
+      if (all) {
+        scored = true;
+        since = 0;
+      }
+    };
+    r.score = [](const cell& c, pos_t) { return c.st[0]; };
+    compare(s, r, p, b, 60, 12, "expected_attention");
+  }
 }
 
 TEST(EvictScoreRules, ExpectedAttentionMeanRotationIsTheAverageOfRotations) {

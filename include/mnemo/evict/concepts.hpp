@@ -44,10 +44,12 @@ struct step_info {
 };
 
 /// The slots of one (sequence, layer): positions and the policy's per-slot state.
-/// state[slot * state_floats + i]; entries of empty slots are unspecified.
+/// state[slot * state_floats + i]; entries of empty slots are unspecified. `lane` is
+/// the policy's state of the whole lane (lane_floats, below; empty without it).
 struct slot_view {
   std::span<const pos_t> pos;  // [capacity]; < 0: empty
   std::span<float> state;      // [capacity * Policy::state_floats]
+  std::span<float> lane = {};  // [lane_floats(...)], zero when the lane starts
   bool live(std::size_t slot) const noexcept { return pos[slot] >= 0; }
 };
 
@@ -234,6 +236,21 @@ struct policy_defaults {
   void on_attention(const step_info&, slot_view, const attention_mass&) const noexcept {}
   bool protect(const step_info&, slot_view, std::size_t) const noexcept { return false; }
 };
+
+/// State of a whole lane (Expected Attention's query statistics): a policy that keeps
+/// some declares `std::size_t lane_floats(std::size_t n_head_kv, std::size_t d_k)
+/// const noexcept` (n_head_kv: the KV heads of one lane), and the cache keeps that many
+/// floats per lane, zero at the start, handed to every hook as slot_view::lane and
+/// saved, restored, copied (seq_cp) and written to state files with the lane.
+template <class P>
+std::size_t lane_floats_of(const P& p, std::size_t n_head_kv, std::size_t d_k) noexcept {
+  if constexpr (requires {
+                  { p.lane_floats(n_head_kv, d_k) } -> std::convertible_to<std::size_t>;
+                })
+    return p.lane_floats(n_head_kv, d_k);
+  else
+    return 0;
+}
 
 /// The chunked trigger: when a lane goes over its kept size, a policy with a member
 /// `evict_chunk` (m) frees m - 1 cells more than needed, so the next m - 1 tokens

@@ -186,6 +186,7 @@ class bounded {
   struct lane {
     std::vector<pos_t> pos;    // [capacity]
     std::vector<float> state;  // [capacity * state_floats]
+    std::vector<float> stats;  // [lane_floats]: the policy's state of the whole lane
     std::size_t live = 0;      // slots with pos >= 0
     std::size_t top = 0;       // 1 + the highest live slot (0: empty)
   };
@@ -233,9 +234,11 @@ class bounded {
     b.rot_ = key_rotator<KE>(cfg.rope, row_shape.n_head_kv, cfg.shape.d_k);
     b.lanes_.resize(n_seq * cfg.shape.n_layer * b.lh_);
     b.slots_ = pooled ? b.lh_ * cap : cap;  // a pooled lane may use any cell of the pool
+    b.lane_floats_ = evict::lane_floats_of(b.policy_, row_shape.n_head_kv, cfg.shape.d_k);
     for (lane& ln : b.lanes_) {
       ln.pos.assign(b.slots_, -1);
       ln.state.assign(b.slots_ * state_floats, 0.0f);
+      ln.stats.assign(b.lane_floats_, 0.0f);
     }
     b.pos_max_.assign(n_seq, -1);
     b.snap_of_.assign(b.lanes_.size(), -1);
@@ -268,6 +271,8 @@ class bounded {
   }
   /// Slots of one lane: capacity(), or the pool (lanes_per_layer() x capacity()) when pooled.
   std::size_t lane_slots() const noexcept { return slots_; }
+  /// Floats of the policy's per-lane state (evict::lane_floats_of; 0: none).
+  std::size_t lane_floats() const noexcept { return lane_floats_; }
   const bounded_view_stats& view_stats() const noexcept { return vstats_; }
   void reset_view_stats() noexcept { vstats_ = {}; }
   bool can_shift() const noexcept { return cfg_.shift_supported; }
@@ -417,7 +422,7 @@ class bounded {
   struct snapshot {
     std::size_t lane;
     std::vector<pos_t> pos;
-    std::vector<float> state;
+    std::vector<float> state, stats;
     std::vector<std::uint8_t> saved;  // row saved (per slot)
     std::size_t live, top;
   };
@@ -436,7 +441,7 @@ class bounded {
   lane& mut_lane(seq_id s, std::size_t layer, std::size_t head = 0) noexcept {
     return lanes_[lane_index(s, layer, head)];
   }
-  static evict::slot_view view_of(lane& ln) noexcept { return {ln.pos, ln.state}; }
+  static evict::slot_view view_of(lane& ln) noexcept { return {ln.pos, ln.state, ln.stats}; }
   /// The K row of a slot changed (written, moved into, re-rotated): its reader re-reads it.
   void key_changed(seq_id s, std::size_t layer, std::size_t head, std::size_t slot) noexcept {
     if constexpr (reads_hooked) readers_[lane_index(s, layer, head)].touched(slot);
@@ -532,6 +537,7 @@ class bounded {
   kv_storage<KE, VE> kv_;
   std::size_t lh_ = 1;                        // lanes per (sequence, layer)
   std::size_t slots_ = 0;                     // slots per lane (lane_slots())
+  std::size_t lane_floats_ = 0;               // the policy's floats per lane
   std::vector<std::size_t> head_kept_;        // AdaKV: [lanes_per_layer] kept after this call
   std::vector<unsigned char> head_rescored_;  // AdaKV: [lanes_per_layer] rescored in this call
   std::size_t k_part_ = 0, v_part_ = 0;       // K / V elements of one lane's row

@@ -20,6 +20,7 @@ void bounded<P, KE, VE>::touch(seq_id s, std::size_t layer, std::size_t head) {
   sn.lane = li;
   sn.pos.assign(ln.pos.begin(), ln.pos.end());
   sn.state.assign(ln.state.begin(), ln.state.end());
+  sn.stats.assign(ln.stats.begin(), ln.stats.end());
   sn.saved.assign(ln.pos.size(), 0);
   sn.live = ln.live;
   sn.top = ln.top;
@@ -73,6 +74,7 @@ void bounded<P, KE, VE>::rollback() {
       lane& ln = lanes_[sn.lane];
       std::copy(sn.pos.begin(), sn.pos.end(), ln.pos.begin());
       std::copy(sn.state.begin(), sn.state.end(), ln.state.begin());
+      std::copy(sn.stats.begin(), sn.stats.end(), ln.stats.begin());
       ln.live = sn.live;
       ln.top = sn.top;
     }
@@ -222,6 +224,12 @@ status bounded<P, KE, VE>::seq_rm(seq_id s, pos_t p0, pos_t p1) {
       }
     pos_t& pm = pos_max_[static_cast<std::size_t>(q)];
     if (pm >= 0 && r.p0 <= pm && pm < r.p1) pm = r.p0 - 1;  // the history now ends at p0
+    if (pm < 0)  // nothing of the sequence is left: its lanes start afresh
+      for (std::size_t l = 0; l < cfg_.shape.n_layer; ++l)
+        for (std::size_t h = 0; h < lh_; ++h) {
+          auto& st = mut_lane(q, l, h).stats;
+          std::fill(st.begin(), st.end(), 0.0f);
+        }
   }
   return {};
 }
@@ -256,6 +264,7 @@ status bounded<P, KE, VE>::seq_cp(seq_id src, seq_id dst, pos_t p0, pos_t p1) {
     for (std::size_t h = 0; h < lh_; ++h) {
       lane& b = mut_lane(dst, l, h);
       const lane& a = lane_of(src, l, h);
+      b.stats = a.stats;  // the copy continues src's history (its query statistics)
       std::size_t slot = 0;
       for (std::size_t j = 0; j < a.top; ++j) {
         if (a.pos[j] < 0 || !r.contains(a.pos[j])) continue;
@@ -337,6 +346,7 @@ void bounded<P, KE, VE>::clear(bool data) {
   rollback();
   for (lane& ln : lanes_) {
     std::fill(ln.pos.begin(), ln.pos.end(), -1);
+    std::fill(ln.stats.begin(), ln.stats.end(), 0.0f);
     ln.live = ln.top = 0;
   }
   reset_readers();

@@ -3,12 +3,18 @@
 // cell, so a loaded cache evicts exactly as the saved one would have.
 //
 //   u32 layout = state_floats | granularity << 16 | 1 << 24 (budgets recorded)
+//                [| 1 << 25 (lane state recorded)]
 //   budgets: u32 rule  u32 kind  u32 n_lanes  u32 budget x n_lanes   (bounded_budgets.hpp)
+//   [u32 lane_floats]
 //   u32 n_seq_written
 //   per sequence: i32 seq  i32 pos_max
 //     per lane (layer-major; per KV head: n_head_kv lanes per layer):
 //       u32 count, (i32 pos, [u32 slot,] f32 state x state_floats) x count,
 //       K rows [count], V rows [count]   (all KV heads per layer, the lane's head per head)
+//       [f32 lane state x lane_floats]
+// A policy with state of the whole lane (evict::lane_floats_of: Expected Attention's
+// query statistics) sets bit 25 and saves it with each lane; a file without it loads
+// with that state zero, and another size is refused.
 // AdaKV's pool (budget kind 3, with alpha) adds each cell's slot in the sequence's
 // pool, so a loaded pool holds every cell where the saved one did and continues
 // exactly as it would have; the slots are checked (inside the pool, no slot held by
@@ -75,6 +81,7 @@ void bounded_write_seq(const bounded<P, KE, VE>& c, seq_id s, byte_writer& w) {
         if (ln.pos[j] >= 0) w.put_bytes(c.k_part(l, s, j, h), c.k_part_bytes());
       for (std::size_t j = 0; j < ln.top; ++j)
         if (ln.pos[j] >= 0) w.put_bytes(c.v_part(l, s, j, h), c.v_part_bytes());
+      for (float x : ln.stats) w.put(x);
     }
 }
 
@@ -85,12 +92,14 @@ struct bounded_record {
   struct layer {
     std::uint32_t count;
     const std::uint8_t *meta, *k, *v;
+    const std::uint8_t* stats = nullptr;  // [lane_floats] f32, or null: zero
   };
   std::vector<layer> layers;  // [n_layer, lanes_per_layer]
 };
 
 template <class P, class KE, class VE>
-status bounded_parse(const bounded<P, KE, VE>& c, byte_reader& r, bounded_record& out) {
+status bounded_parse(const bounded<P, KE, VE>& c, byte_reader& r, bounded_record& out,
+                     std::size_t lane_floats) {
   constexpr std::size_t MB = bounded_meta_bytes<P, KE, VE>();
   constexpr bool pooled = bounded<P, KE, VE>::pooled;
   std::int32_t s = 0, pm = 0;
@@ -111,6 +120,7 @@ status bounded_parse(const bounded<P, KE, VE>& c, byte_reader& r, bounded_record
     bounded_record::layer L{n, r.get_bytes(n * MB), nullptr, nullptr};
     L.k = r.get_bytes(n * c.k_part_bytes());
     L.v = r.get_bytes(n * c.v_part_bytes());
+    if (lane_floats > 0) L.stats = r.get_bytes(4 * lane_floats);
     if (!r.ok())
       return make_status(status_code::corrupt_data, "state_read: truncated layer %zu", l);
     for (std::uint32_t t = 0; t < n; ++t) {
@@ -154,16 +164,24 @@ void bounded_load(bounded<P, KE, VE>& c, const bounded_record& rec, seq_id dest)
       std::memcpy(c.k_part(l, dest, slot, h), L.k + i * kb, kb);
       std::memcpy(c.v_part(l, dest, slot, h), L.v + i * vb, vb);
     }
+    if (L.stats != nullptr)
+      std::memcpy(ln.stats.data(), L.stats, 4 * ln.stats.size());
+    else
+      std::fill(ln.stats.begin(), ln.stats.end(), 0.0f);
     bounded<P, KE, VE>::recount(ln);
   }
   c.set_pos_max(dest, rec.pos_max);
 }
 
+/// Bit 25 of the layout word: the policy's lane state follows each lane.
+inline constexpr std::uint32_t lane_state_recorded = 1u << 25;
+
 /// The payload's first word: the policy's state floats and the granularity.
 template <class P, class KE, class VE>
 std::uint32_t bounded_layout_word(const bounded<P, KE, VE>& c) {
   return static_cast<std::uint32_t>(bounded<P, KE, VE>::state_floats) |
-         static_cast<std::uint32_t>(c.config().granularity) << 16 | budgets_recorded;
+         static_cast<std::uint32_t>(c.config().granularity) << 16 | budgets_recorded |
+         (c.lane_floats() > 0 ? lane_state_recorded : 0u);
 }
 
 }  // namespace detail
@@ -178,6 +196,7 @@ status state_write(bounded<P, KE, VE>& c, seq_id s, std::vector<std::uint8_t>& o
   state_builder b(out, detail::bounded_header(c, s), 0);
   b.payload().put(detail::bounded_layout_word(c));
   detail::bounded_budget_layout(c).write(b.payload());
+  if (c.lane_floats() > 0) b.payload().put(static_cast<std::uint32_t>(c.lane_floats()));
   b.payload().put(static_cast<std::uint32_t>(seqs.size()));
   for (seq_id q : seqs) detail::bounded_write_seq(c, q, b.payload());
   b.seal();
@@ -219,12 +238,20 @@ status state_read(bounded<P, KE, VE>& c, std::span<const std::uint8_t> data, seq
                          "state_read: written with %s, this memory keeps %s",
                          file.describe().c_str(), mine.describe().c_str());
   }
+  std::uint32_t lane_floats = 0;
+  if ((sf & detail::lane_state_recorded) && !r.get(lane_floats))
+    return make_status(status_code::corrupt_data, "state_read: truncated payload");
+  if ((sf & detail::lane_state_recorded) && lane_floats != c.lane_floats())
+    return make_status(status_code::invalid_argument,
+                       "state_read: written with %u floats of lane state per lane (the policy's "
+                       "statistics), this memory keeps %zu",
+                       lane_floats, c.lane_floats());
   if (!r.get(n)) return make_status(status_code::corrupt_data, "state_read: truncated payload");
   if ((src >= 0 && n != 1) || n > static_cast<std::uint32_t>(c.config().n_seq_max))
     return make_status(status_code::corrupt_data, "state_read: %u sequence records", n);
   std::vector<detail::bounded_record> recs(n);
   for (auto& rec : recs) {
-    MNEMO_RETURN_IF_ERROR(detail::bounded_parse(c, r, rec));
+    MNEMO_RETURN_IF_ERROR(detail::bounded_parse(c, r, rec, lane_floats));
     if (src < 0 && (rec.seq < 0 || rec.seq >= c.config().n_seq_max))
       return make_status(status_code::corrupt_data, "state_read: sequence id %d out of range",
                          rec.seq);
