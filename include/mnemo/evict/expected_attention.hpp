@@ -66,14 +66,16 @@ struct expected_attention {
     if (std::abs(sh) < 1e-12) return std::polar(1.0, (T + 1.0) * w);  // w = 2 pi m: all equal
     return std::polar(1.0, (T + (N + 1.0) / 2.0) * w) * (std::sin(N * w / 2.0) / (N * sh));
   }
-  /// x <- Rbar x for the pair means `m` ([n_rot / 2]).
-  void apply_mean(const std::vector<std::complex<double>>& m, float* x) const noexcept {
+  /// x <- Rbar x for the pair means `m` ([n_rot / 2]); Rbar^T x when `transposed`.
+  void apply_mean(const std::vector<std::complex<double>>& m, float* x,
+                  bool transposed = false) const noexcept {
     if (rope.layout == attention::rope_layout::none) return;
     const std::size_t half = rope.n_rot / 2;
     const bool normal = rope.layout == attention::rope_layout::normal;
     for (std::size_t c = 0; c < half; ++c) {
       const std::size_t a = normal ? 2 * c : c, b = normal ? 2 * c + 1 : c + half;
-      const double re = m[c].real(), im = m[c].imag(), x0 = x[a], x1 = x[b];
+      const double re = m[c].real(), im = transposed ? -m[c].imag() : m[c].imag();
+      const double x0 = x[a], x1 = x[b];
       x[a] = static_cast<float>(re * x0 - im * x1);
       x[b] = static_cast<float>(im * x0 + re * x1);
     }
@@ -125,19 +127,47 @@ struct expected_attention {
     v.lane[since] += 1.0f;
     const bool all = s.prefill() || v.lane[scored] == 0.0f ||
                      v.lane[since] >= static_cast<float>(std::max<std::size_t>(rescore_every, 1));
-    thread_local std::vector<float> ubar, u, row, z, sum;
+    thread_local std::vector<float> ubar, u, row, z;
     thread_local std::vector<std::complex<double>> rbar;
     rbar.resize(rope.n_rot / 2);
     const double T = static_cast<double>(s.pos_end) - 1.0;
     for (std::size_t c = 0; c < rbar.size(); ++c)
       rbar[c] = mean_rotation(rope.pair_frequency(c), T, n_future);
-    // Per query head: ubar = Rbar mu, u_i = Rbar (q_i - mu) (pre-RoPE q_i).
+    const float inv_sqrt_d = 1.0f / std::sqrt(static_cast<float>(d));
+    const float cov_scale = 1.0f / (2.0f * static_cast<float>(d) * static_cast<float>(w));
+    // The window mean mu per query head (pre-RoPE).
     ubar.assign(QH * d, 0.0f);
+    for (std::size_t h = 0; h < QH; ++h)
+      for (std::size_t i = 0; i < w; ++i)
+        for (std::size_t e = 0; e < d; ++e)
+          ubar[h * d + e] += ring[(i * QH + h) * d + e] / float(w);
+    row.resize(H * d);
+    if (!all) {  // a decode step scores its own tokens: (Rbar x) . k = x . (Rbar^T k), so
+                 // the window's rows are used as they are, O((w + 1) d) per query head
+      const pos_t first_new = s.pos_end - static_cast<pos_t>(s.n_new);
+      for (std::size_t j = 0; j < n; ++j) {
+        if (!v.live(j) || v.pos[j] < first_new) continue;
+        keys.row(j, row.data());
+        for (std::size_t kh = 0; kh < H; ++kh) apply_mean(rbar, &row[kh * d], true);
+        float a = 0.0f;
+        for (std::size_t h = 0; h < QH; ++h) {
+          const float* k = &row[(h / g) * d];
+          const float m = dot_f32(k, &ubar[h * d], d);
+          float c = 0.0f;
+          for (std::size_t i = 0; i < w; ++i) {
+            const float p = dot_f32(k, &ring[(i * QH + h) * d], d) - m;
+            c += p * p;
+          }
+          a += std::exp(m * inv_sqrt_d + c * cov_scale - lse[h]);
+        }
+        v.state[2 * j] = (a / static_cast<float>(QH) + epsilon) * v.state[2 * j + 1];
+      }
+      return;
+    }
+    // Every cell: ubar = Rbar mu, u_i = Rbar (q_i - mu) once, then O((w + 1) d) per key.
     u.resize(QH * w * d);
     for (std::size_t h = 0; h < QH; ++h) {
       float* mu = &ubar[h * d];
-      for (std::size_t i = 0; i < w; ++i)
-        for (std::size_t e = 0; e < d; ++e) mu[e] += ring[(i * QH + h) * d + e] / float(w);
       for (std::size_t i = 0; i < w; ++i) {
         float* ui = &u[(h * w + i) * d];
         for (std::size_t e = 0; e < d; ++e) ui[e] = ring[(i * QH + h) * d + e] - mu[e];
@@ -145,15 +175,9 @@ struct expected_attention {
       }
       apply_mean(rbar, mu);
     }
-    // z [QH, n] of the cells scored now.
-    const pos_t first_new = s.pos_end - static_cast<pos_t>(s.n_new);
-    auto scored_now = [&](std::size_t j) { return v.live(j) && (all || v.pos[j] >= first_new); };
-    const float inv_sqrt_d = 1.0f / std::sqrt(static_cast<float>(d));
-    const float cov_scale = 1.0f / (2.0f * static_cast<float>(d) * static_cast<float>(w));
     z.resize(QH * n);
-    row.resize(H * d);
     for (std::size_t j = 0; j < n; ++j) {
-      if (!scored_now(j)) continue;
+      if (!v.live(j)) continue;
       keys.row(j, row.data());
       for (std::size_t h = 0; h < QH; ++h) {
         const float* k = &row[(h / g) * d];
@@ -166,20 +190,18 @@ struct expected_attention {
         z[h * n + j] = m * inv_sqrt_d + c * cov_scale;
       }
     }
-    if (all) {  // each head's log-sum-exp over every live cell
-      for (std::size_t h = 0; h < QH; ++h) {
-        float mx = -INFINITY, tot = 0.0f;
-        for (std::size_t j = 0; j < n; ++j)
-          if (v.live(j)) mx = z[h * n + j] > mx ? z[h * n + j] : mx;
-        for (std::size_t j = 0; j < n; ++j)
-          if (v.live(j)) tot += std::exp(z[h * n + j] - mx);
-        lse[h] = mx + std::log(tot);
-      }
-      v.lane[scored] = 1.0f;
-      v.lane[since] = 0.0f;
+    for (std::size_t h = 0; h < QH; ++h) {  // each head's log-sum-exp over every live cell
+      float mx = -INFINITY, tot = 0.0f;
+      for (std::size_t j = 0; j < n; ++j)
+        if (v.live(j)) mx = z[h * n + j] > mx ? z[h * n + j] : mx;
+      for (std::size_t j = 0; j < n; ++j)
+        if (v.live(j)) tot += std::exp(z[h * n + j] - mx);
+      lse[h] = mx + std::log(tot);
     }
+    v.lane[scored] = 1.0f;
+    v.lane[since] = 0.0f;
     for (std::size_t j = 0; j < n; ++j) {
-      if (!scored_now(j)) continue;
+      if (!v.live(j)) continue;
       float a = 0.0f;
       for (std::size_t h = 0; h < QH; ++h) a += std::exp(z[h * n + j] - lse[h]);
       v.state[2 * j] = (a / static_cast<float>(QH) + epsilon) * v.state[2 * j + 1];
