@@ -61,7 +61,29 @@
 #include "mnemo/memory/token_checks.hpp"
 #include "mnemo/memory/types.hpp"
 
+namespace mnemo::attention {
+class workspace;  // attention/attend.hpp: attend_reads passes them to a lane reader
+struct options;
+}  // namespace mnemo::attention
+
 namespace mnemo::memory {
+
+namespace detail {
+/// The per-lane reader of a policy that declares one (evict::lane_reading), else an
+/// empty stand-in that is never stored.
+template <class P>
+struct lane_reader_of {
+  struct type {
+    void touched(std::size_t) noexcept {}
+    void reset() noexcept {}
+  };
+};
+template <class P>
+requires evict::lane_reading<P>
+struct lane_reader_of<P> {
+  using type = typename P::lane_reader;
+};
+}  // namespace detail
 
 enum class position_mode : std::uint8_t {
   original,  // tokens keep their positions (kvpress, H2O, SnapKV; no re-rotation)
@@ -155,11 +177,16 @@ class bounded {
   /// n_head_kv x capacity one-head rows, each lane owning the cells it holds, and the
   /// heads' kept sizes are allocated together after each call.
   static constexpr bool pooled = evict::head_allocating<Policy>;
+  /// Quest / ThinK (evict/quest_reads.hpp, evict/think_keys.hpp): decode rows are read
+  /// through a per-lane reader (attend_reads, called by model::attend_observed).
+  static constexpr bool reads_hooked = evict::lane_reading<Policy>;
+  using lane_reader = typename detail::lane_reader_of<Policy>::type;
 
   /// One (sequence, layer[, KV head]): slot positions (< 0: free) and the policy's state.
   struct lane {
     std::vector<pos_t> pos;    // [capacity]
     std::vector<float> state;  // [capacity * state_floats]
+    std::vector<float> stats;  // [lane_floats]: the policy's state of the whole lane
     std::size_t live = 0;      // slots with pos >= 0
     std::size_t top = 0;       // 1 + the highest live slot (0: empty)
   };
@@ -183,6 +210,10 @@ class bounded {
       return make_status(status_code::invalid_argument,
                          "bounded: a head-allocating policy (AdaKV) needs kv_granularity::"
                          "per_kv_head and no head_budgets (it chooses them)");
+    if (reads_hooked && cfg.granularity != kv_granularity::per_layer)
+      return make_status(status_code::invalid_argument,
+                         "bounded: a policy with a lane reader (Quest, ThinK) needs "
+                         "kv_granularity::per_layer");
     if (cfg.granularity == kv_granularity::per_kv_head && cfg.shape.n_head_kv == 0)
       return make_status(status_code::invalid_argument, "bounded: per_kv_head needs n_head_kv > 0");
     MNEMO_RETURN_IF_ERROR(check_layer_windows("bounded", cfg.windows, cfg.shape.n_layer));
@@ -203,12 +234,20 @@ class bounded {
     b.rot_ = key_rotator<KE>(cfg.rope, row_shape.n_head_kv, cfg.shape.d_k);
     b.lanes_.resize(n_seq * cfg.shape.n_layer * b.lh_);
     b.slots_ = pooled ? b.lh_ * cap : cap;  // a pooled lane may use any cell of the pool
+    b.lane_floats_ = evict::lane_floats_of(b.policy_, row_shape.n_head_kv, cfg.shape.d_k);
     for (lane& ln : b.lanes_) {
       ln.pos.assign(b.slots_, -1);
       ln.state.assign(b.slots_ * state_floats, 0.0f);
+      ln.stats.assign(b.lane_floats_, 0.0f);
     }
     b.pos_max_.assign(n_seq, -1);
     b.snap_of_.assign(b.lanes_.size(), -1);
+    if constexpr (reads_hooked)
+      for (std::size_t i = 0; i < b.lanes_.size(); ++i) {
+        MNEMO_ASSIGN_OR_RETURN(lane_reader r,
+                               b.policy_.make_reader(cfg.shape.n_head_kv, cfg.shape.d_k, cfg.rope));
+        b.readers_.push_back(std::move(r));
+      }
     return b;
   }
 
@@ -232,6 +271,8 @@ class bounded {
   }
   /// Slots of one lane: capacity(), or the pool (lanes_per_layer() x capacity()) when pooled.
   std::size_t lane_slots() const noexcept { return slots_; }
+  /// Floats of the policy's per-lane state (evict::lane_floats_of; 0: none).
+  std::size_t lane_floats() const noexcept { return lane_floats_; }
   const bounded_view_stats& view_stats() const noexcept { return vstats_; }
   void reset_view_stats() noexcept { vstats_ = {}; }
   bool can_shift() const noexcept { return cfg_.shift_supported; }
@@ -288,6 +329,7 @@ class bounded {
       dtype::encode_row<Isa>(v + h * hk * cfg_.shape.d_v, v_part(layer, ss.seq, slot, h),
                              hk * cfg_.shape.d_v);
       policy_.on_insert(step(ss, layer, h), view_of(mut_lane(ss.seq, layer, h)), slot, k, v);
+      key_changed(ss.seq, layer, h, slot);
     }
   }
 
@@ -309,6 +351,19 @@ class bounded {
                     const attention::query_batch& q) noexcept {
     call_ = {layer, u, sh, q.q, true};
   }
+  /// Quest / ThinK: when every sequence of micro-batch u has one token, each row is
+  /// attended by its lane's reader (handled = true); otherwise the readers see the
+  /// prefill rows and the caller attends with the kernel (handled = false).
+  template <simd::isa_tag Isa>
+  status attend_reads(std::size_t layer, std::size_t u, const attention::shape& sh,
+                      const attention::params& p, const attention::query_batch& q,
+                      const layer_views& lv, float* out, attention::workspace& ws,
+                      const attention::options& opt, bool& handled);
+  /// The reader of lane (s, layer) (reads_hooked).
+  const lane_reader& reader_of(seq_id s, std::size_t layer) const noexcept {
+    return readers_[lane_index(s, layer, 0)];
+  }
+
   /// Fills `sink` with the buffers of the signals that the sequences' policy asks for
   /// in this layer and call (mass, lse, logits; only those); false when none asks
   /// for any signal (null-sink path).
@@ -321,6 +376,7 @@ class bounded {
 
   // ---- for state_read (bounded_state.hpp) ----------------------------------------
   lane& mutable_lane(seq_id s, std::size_t layer, std::size_t head = 0) noexcept {
+    if constexpr (reads_hooked) readers_[lane_index(s, layer, head)].reset();
     return mut_lane(s, layer, head);
   }
   /// The K/V row of slot `slot` of lane (s, layer, head): all KV heads per layer,
@@ -366,7 +422,7 @@ class bounded {
   struct snapshot {
     std::size_t lane;
     std::vector<pos_t> pos;
-    std::vector<float> state;
+    std::vector<float> state, stats;
     std::vector<std::uint8_t> saved;  // row saved (per slot)
     std::size_t live, top;
   };
@@ -385,7 +441,14 @@ class bounded {
   lane& mut_lane(seq_id s, std::size_t layer, std::size_t head = 0) noexcept {
     return lanes_[lane_index(s, layer, head)];
   }
-  static evict::slot_view view_of(lane& ln) noexcept { return {ln.pos, ln.state}; }
+  static evict::slot_view view_of(lane& ln) noexcept { return {ln.pos, ln.state, ln.stats}; }
+  /// The K row of a slot changed (written, moved into, re-rotated): its reader re-reads it.
+  void key_changed(seq_id s, std::size_t layer, std::size_t head, std::size_t slot) noexcept {
+    if constexpr (reads_hooked) readers_[lane_index(s, layer, head)].touched(slot);
+  }
+  void reset_readers() noexcept {
+    for (lane_reader& r : readers_) r.reset();
+  }
   evict::step_info step(const seq_step& ss, std::size_t layer, std::size_t head) const noexcept {
     return {layer, ss.seq, ss.pos_end, ss.n_new, head, lh_ > 1};
   }
@@ -464,6 +527,7 @@ class bounded {
   /// Rotates the cached key part of (s, slot, head) by `shift` positions (K-shift).
   void rotate_key(std::size_t layer, seq_id s, std::size_t slot, std::size_t head, pos_t shift) {
     rot_.template rotate<simd::scalar>(k_part(layer, s, slot, head), shift);
+    key_changed(s, layer, head, slot);
   }
   template <class NewPos>
   status shift_positions(seq_id s, pos_t p0, pos_t p1, const char* op, NewPos new_pos);
@@ -473,10 +537,12 @@ class bounded {
   kv_storage<KE, VE> kv_;
   std::size_t lh_ = 1;                        // lanes per (sequence, layer)
   std::size_t slots_ = 0;                     // slots per lane (lane_slots())
+  std::size_t lane_floats_ = 0;               // the policy's floats per lane
   std::vector<std::size_t> head_kept_;        // AdaKV: [lanes_per_layer] kept after this call
   std::vector<unsigned char> head_rescored_;  // AdaKV: [lanes_per_layer] rescored in this call
   std::size_t k_part_ = 0, v_part_ = 0;       // K / V elements of one lane's row
   std::vector<lane> lanes_;                   // [n_seq_max, n_layer, lanes_per_layer]
+  std::vector<lane_reader> readers_;          // [lanes] when reads_hooked, else empty
   std::vector<pos_t> pos_max_;                // [n_seq_max] logical newest position
   std::vector<planned> plan_;
   // transaction
@@ -520,3 +586,4 @@ class bounded {
 #include "mnemo/memory/bounded/bounded_adakv_impl.hpp"
 #include "mnemo/memory/bounded/bounded_eviction_impl.hpp"
 #include "mnemo/memory/bounded/bounded_impl.hpp"
+#include "mnemo/memory/bounded/bounded_reads_impl.hpp"
