@@ -22,11 +22,13 @@
 #error "mnemo/text/detail/* headers are internal: include mnemo/text/tokenizer.hpp"
 #endif
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <span>
 #include <vector>
 
+#include "mnemo/text/detail/regex_dfa.hpp"
 #include "mnemo/text/detail/regex_program.hpp"
 
 namespace mnemo::text::detail {
@@ -47,13 +49,16 @@ class regex_matcher {
     words_per_pos_ = (p.code.size() + 63) / 64;
     reset_caches(p);
 
+    lazy_dfa* dfa = use_dfa_ && p.dfa_ok ? &dfa_for(p) : nullptr;
     std::size_t from = b;
     bool not_null = false;
     while (from <= e) {
       std::size_t start = from, end = 0;
       bool found = false;
       for (; start <= e; ++start) {
-        const std::int64_t r = match_at(start, not_null && start == from);
+        const bool nn = not_null && start == from;
+        std::int64_t r = dfa ? dfa->match_at(units, b, e, start, nn) : lazy_dfa::k_gave_up;
+        if (r == lazy_dfa::k_gave_up) r = match_at(start, nn);
         if (r >= 0) {
           end = static_cast<std::size_t>(r);
           found = true;
@@ -86,6 +91,10 @@ class regex_matcher {
 
   /// Backtracking steps taken by the last call (for the bounded-work tests).
   std::size_t steps() const noexcept { return steps_; }
+
+  /// Whether split() runs programs that allow it through the lazy DFA (on by default;
+  /// tests compare both engines).
+  void use_lazy_dfa(bool on) noexcept { use_dfa_ = on; }
 
  private:
   enum class frame_kind : std::uint8_t { state, greedy_run, lazy_run };
@@ -348,6 +357,22 @@ class regex_matcher {
     return false;
   }
 
+  /// The DFA cache of `p` (one per program recently split with; the oldest is reused).
+  lazy_dfa& dfa_for(const regex_program& p) {
+    for (lazy_dfa& d : dfas_)
+      if (d.serial() == p.serial) {
+        d.bind(p);
+        return d;
+      }
+    constexpr std::size_t k_max_programs = 8;
+    if (dfas_.size() < k_max_programs) dfas_.emplace_back();
+    std::rotate(dfas_.begin(), dfas_.end() - 1, dfas_.end());  // newest first
+    dfas_.front().bind(p);
+    return dfas_.front();
+  }
+
+  bool use_dfa_ = true;
+  std::vector<lazy_dfa> dfas_;
   const regex_program* prog_ = nullptr;
   std::span<const match_unit> units_;
   std::size_t b_ = 0, e_ = 0;
