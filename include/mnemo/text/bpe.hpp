@@ -26,6 +26,7 @@
 #define MNEMO_TEXT_DETAIL_OK_ 1
 #include "mnemo/text/detail/byte_map.hpp"
 #include "mnemo/text/detail/code_point_props.hpp"
+#include "mnemo/text/detail/merge_joints.hpp"
 #include "mnemo/text/detail/utf8.hpp"
 #include "mnemo/text/detail/word_cache.hpp"
 #pragma pop_macro("MNEMO_TEXT_DETAIL_OK_")
@@ -72,9 +73,8 @@ inline void bpe_try_bigram(const vocab& v, bpe_scratch& s, std::int32_t l, std::
 }
 
 /// The whole-word shortcuts: ignore_merges (a word that is a token is that token) and
-/// gemma4's newline runs. true when the word was emitted.
-inline bool bpe_whole_word(const vocab& v, std::string_view word, std::vector<token_id>& out,
-                           bpe_scratch& s) {
+/// gemma4's newline runs. The token, or k_no_token when neither applies.
+inline token_id bpe_whole_word(const vocab& v, std::string_view word, bpe_scratch& s) {
   const bool raw = v.has(pre_flag::raw_text);
   if (v.has(pre_flag::ignore_merges)) {
     std::string_view key = word;
@@ -85,39 +85,31 @@ inline bool bpe_whole_word(const vocab& v, std::string_view word, std::vector<to
       key = s.mapped;
     }
     const token_id id = v.find(key);
-    if (id != k_no_token) {
-      out.push_back(id);
-      return true;
-    }
+    if (id != k_no_token) return id;
   }
-  if (v.has(pre_flag::whole_newlines) && word.find_first_not_of('\n') == std::string_view::npos) {
-    const token_id id = v.find(word);
-    if (id != k_no_token) {
-      out.push_back(id);
-      return true;
-    }
-  }
-  return false;
+  if (v.has(pre_flag::whole_newlines) && word.find_first_not_of('\n') == std::string_view::npos)
+    return v.find(word);
+  return k_no_token;
 }
 
-/// One pre-tokenized word (raw bytes).
-inline void bpe_encode_word(const vocab& v, std::string_view word, std::vector<token_id>& out,
-                            bpe_scratch& s) {
+/// The merge loop over one word or segment (raw bytes), without the shortcuts.
+inline void bpe_merge(const vocab& v, std::string_view word, std::vector<token_id>& out,
+                      bpe_scratch& s) {
   const bool raw = v.has(pre_flag::raw_text);
   if (word.size() == 1 && !raw) {  // the commonest case in text: no merge possible
     const token_id id = v.byte_token(static_cast<std::uint8_t>(word[0]));
     if (id != k_no_token) out.push_back(id);
     return;
   }
-  if (bpe_whole_word(v, word, out, s)) return;
   s.symbols.clear();
   s.heap.clear();
   for (std::size_t i = 0; i < word.size();) {
     std::size_t len = 1;
     token_id id = k_no_token;
     if (raw) {  // one UTF-8 character, by its lead byte as llama.cpp splits
-      len = std::min(utf8_len_from_lead(static_cast<unsigned char>(word[i])), word.size() - i);
-      id = v.find(word.substr(i, len));
+      const auto lead = static_cast<unsigned char>(word[i]);
+      len = std::min(utf8_len_from_lead(lead), word.size() - i);
+      id = lead < 0x80 ? v.ascii_token(lead) : v.find(word.substr(i, len));
     } else {
       id = v.byte_token(static_cast<std::uint8_t>(word[i]));
     }
@@ -162,6 +154,60 @@ inline void bpe_encode_word(const vocab& v, std::string_view word, std::vector<t
   }
 }
 
+/// One pre-tokenized word (raw bytes).
+inline void bpe_encode_word(const vocab& v, std::string_view word, std::vector<token_id>& out,
+                            bpe_scratch& s) {
+  if (word.size() > 1 || v.has(pre_flag::raw_text)) {
+    const token_id id = bpe_whole_word(v, word, s);
+    if (id != k_no_token) {
+      out.push_back(id);
+      return;
+    }
+  }
+  bpe_merge(v, word, out, s);
+}
+
+/// A segment of a long word through the word cache. The cache keeps what a whole word
+/// gives, so a segment that a shortcut would take as a whole word is merged uncached.
+inline void bpe_encode_segment(const vocab& v, std::string_view seg, std::vector<token_id>& out,
+                               bpe_scratch& s) {
+  if (!s.words.cacheable(seg) || bpe_whole_word(v, seg, s) != k_no_token) {
+    bpe_merge(v, seg, out, s);
+  } else if (!s.words.find(seg, out)) {
+    const std::size_t first = out.size();
+    bpe_merge(v, seg, out, s);
+    s.words.insert(seg, std::span<const token_id>(out).subspan(first));
+  }
+}
+
+/// A word too long for the word cache: after the shortcuts, merged in segments cut
+/// where no merge joins the units on either side (the same ids, see merge_joints.hpp).
+inline void bpe_encode_long_word(const vocab& v, std::string_view word, std::vector<token_id>& out,
+                                 bpe_scratch& s) {
+  const token_id id = bpe_whole_word(v, word, s);
+  if (id != k_no_token) {
+    out.push_back(id);
+    return;
+  }
+  const bool raw = v.has(pre_flag::raw_text);
+  auto unit_len = [&](std::size_t i) {
+    return raw ? std::min(utf8_len_from_lead(static_cast<unsigned char>(word[i])), word.size() - i)
+               : std::size_t{1};
+  };
+  std::size_t seg = 0, len = unit_len(0);
+  std::uint32_t left = pack_unit(word.substr(0, len));
+  for (std::size_t i = len; i < word.size(); i += len) {
+    len = unit_len(i);
+    const std::uint32_t right = pack_unit(word.substr(i, len));
+    if (!v.joints().may_join(left, right)) {
+      bpe_encode_segment(v, word.substr(seg, i - seg), out, s);
+      seg = i;
+    }
+    left = right;
+  }
+  bpe_encode_segment(v, word.substr(seg), out, s);
+}
+
 /// Splits `text` with the vocabulary's pre-tokenizer and encodes each word.
 inline void bpe_encode_pieces(const vocab& v, std::string_view text, std::vector<token_id>& out,
                               bpe_scratch& s) {
@@ -171,7 +217,9 @@ inline void bpe_encode_pieces(const vocab& v, std::string_view text, std::vector
   for (const std::size_t end : s.word_ends) {
     const std::string_view word = text.substr(begin, end - begin);
     begin = end;
-    if (!s.words.cacheable(word)) {
+    if (word.size() > s.words.k_max_word) {
+      bpe_encode_long_word(v, word, out, s);
+    } else if (!s.words.cacheable(word)) {
       bpe_encode_word(v, word, out, s);
     } else if (!s.words.find(word, out)) {
       const std::size_t first = out.size();
@@ -211,11 +259,11 @@ inline void bpe_encode(const vocab& v, std::string_view text, std::vector<token_
   }
   if (v.has(pre_flag::escape_spaces)) {
     s.work.clear();
-    for (const char c : text) {
-      if (c == ' ')
-        s.work += "\xE2\x96\x81";
-      else
-        s.work.push_back(c);
+    for (std::size_t i = 0; i < text.size();) {
+      const std::size_t sp = std::min(text.find(' ', i), text.size());
+      s.work.append(text.substr(i, sp - i));
+      if (sp < text.size()) s.work += "\xE2\x96\x81";
+      i = sp + 1;
     }
     detail::bpe_encode_pieces(v, s.work, out, s);
     return;

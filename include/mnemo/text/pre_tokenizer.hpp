@@ -91,7 +91,7 @@ class pre_tokenizer {
                      pre_tokenize_scratch& s) const {
     ends.clear();
     if (text.empty()) return;
-    detail::decode_code_points(text, s);
+    detail::decode_code_points(text, s, /*classes=*/false);
     const auto n = static_cast<std::uint32_t>(s.cps.size());
     s.cuts.assign({0, n});
     for (const detail::regex_program& prog : programs_) {
