@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <span>
 #include <string>
 #include <string_view>
@@ -50,12 +51,18 @@ struct bpe_scratch {
       return rank > o.rank || (rank == o.rank && left > o.left);
     }
   };
+  struct part {           // a symbol of the scanning merge loop
+    token_id id, merged;  // merged: the token of this part and the next (when rank is set)
+    std::int32_t rank;    // of the merge with the next part; int32 max: none
+    std::uint32_t begin, len;
+  };
   pre_tokenize_scratch pre;
   std::vector<std::size_t> word_ends;
   std::string work;    // the text after escaping / lowercasing
   std::string mapped;  // a word through the byte map (ignore_merges lookups)
   std::vector<symbol> symbols;
   std::vector<bigram> heap;
+  std::vector<part> parts;
   detail::word_cache<token_id> words;  // words met before, with their ids
 };
 
@@ -92,6 +99,59 @@ inline token_id bpe_whole_word(const vocab& v, std::string_view word, bpe_scratc
   return k_no_token;
 }
 
+/// Emits a final symbol: its token, or for a raw-text character that is no token the
+/// bytes' <0xNN> tokens (a byte-level byte without a token is dropped, as llama.cpp does:
+/// its per-byte lookup cannot succeed either).
+inline void bpe_emit(const vocab& v, std::string_view word, token_id id, std::uint32_t begin,
+                     std::uint32_t len, std::vector<token_id>& out) {
+  if (id != k_no_token) {
+    out.push_back(id);
+  } else if (v.has(pre_flag::raw_text)) {
+    for (std::uint32_t b = begin; b < begin + len; ++b) {
+      const token_id t = v.byte_token(static_cast<std::uint8_t>(word[b]));
+      if (t != k_no_token) out.push_back(t);
+    }
+  }
+}
+
+/// Words of up to this many symbols merge by scanning an array of pair ranks for the
+/// lowest (leftmost on ties) instead of through the heap: a word's handful of symbols
+/// scan faster than the heap's pushes, pops and stale entries.
+inline constexpr std::size_t k_scan_symbols = 64;
+
+/// The merge loop over s.symbols (@pre at most k_scan_symbols) by scanning.
+inline void bpe_merge_by_scan(const vocab& v, std::string_view word, std::vector<token_id>& out,
+                              bpe_scratch& s) {
+  constexpr std::int32_t k_none = std::numeric_limits<std::int32_t>::max();
+  auto& parts = s.parts;
+  parts.clear();
+  for (const auto& sym : s.symbols)
+    parts.push_back({sym.id, k_no_token, k_none, sym.begin, sym.len});
+  auto rank_with_next = [&](std::size_t i) {
+    bpe_scratch::part& p = parts[i];
+    p.rank = k_none;
+    if (i + 1 >= parts.size() || p.id == k_no_token || parts[i + 1].id == k_no_token) return;
+    if (const merge_index::entry* e = v.merges().find(p.id, parts[i + 1].id)) {
+      p.rank = e->rank;
+      p.merged = e->merged;
+    }
+  };
+  for (std::size_t i = 0; i < parts.size(); ++i) rank_with_next(i);
+  for (;;) {
+    std::size_t best = 0;
+    std::int32_t best_rank = k_none;
+    for (std::size_t i = 0; i + 1 < parts.size(); ++i)
+      if (parts[i].rank < best_rank) best_rank = parts[i].rank, best = i;
+    if (best_rank == k_none) break;
+    parts[best].id = parts[best].merged;
+    parts[best].len += parts[best + 1].len;
+    parts.erase(parts.begin() + static_cast<std::ptrdiff_t>(best) + 1);
+    rank_with_next(best);
+    if (best > 0) rank_with_next(best - 1);
+  }
+  for (const auto& p : parts) bpe_emit(v, word, p.id, p.begin, p.len, out);
+}
+
 /// The merge loop over one word or segment (raw bytes), without the shortcuts.
 inline void bpe_merge(const vocab& v, std::string_view word, std::vector<token_id>& out,
                       bpe_scratch& s) {
@@ -119,6 +179,10 @@ inline void bpe_merge(const vocab& v, std::string_view word, std::vector<token_i
     if (k > 0) s.symbols[static_cast<std::size_t>(k - 1)].next = k;
     i += len;
   }
+  if (s.symbols.size() <= k_scan_symbols) {
+    bpe_merge_by_scan(v, word, out, s);
+    return;
+  }
   const auto n = static_cast<std::int32_t>(s.symbols.size());
   for (std::int32_t i = 1; i < n; ++i) bpe_try_bigram(v, s, i - 1, i);
 
@@ -138,19 +202,9 @@ inline void bpe_merge(const vocab& v, std::string_view word, std::vector<token_i
     bpe_try_bigram(v, s, l.prev, b.left);
     bpe_try_bigram(v, s, b.left, l.next);
   }
-  // A symbol that is not a token is a byte whose mapped character is not in the
-  // vocabulary (llama.cpp drops it: its per-byte lookup cannot succeed either), or a
-  // raw-text character, emitted as its bytes' <0xNN> tokens (each dropped if absent).
   for (std::int32_t i = 0; i >= 0; i = s.symbols[static_cast<std::size_t>(i)].next) {
     const bpe_scratch::symbol& sym = s.symbols[static_cast<std::size_t>(i)];
-    if (sym.id != k_no_token) {
-      out.push_back(sym.id);
-    } else if (raw) {
-      for (std::uint32_t b = sym.begin; b < sym.begin + sym.len; ++b) {
-        const token_id id = v.byte_token(static_cast<std::uint8_t>(word[b]));
-        if (id != k_no_token) out.push_back(id);
-      }
-    }
+    bpe_emit(v, word, sym.id, sym.begin, sym.len, out);
   }
 }
 

@@ -56,8 +56,9 @@ class lazy_dfa {
   /// The end of the highest-priority match of units[start, e) anchored at `start` (the
   /// piece begins at b), -1 for none; with `not_null` an empty match does not count.
   /// k_gave_up when the state cache overflowed (the caller asks the backtracker).
+  /// Each unit stepped over takes one of `budget` (k_gave_up when it runs out).
   std::int64_t match_at(std::span<const match_unit> units, std::size_t b, std::size_t e,
-                        std::size_t start, bool not_null) {
+                        std::size_t start, bool not_null, std::size_t& budget) {
     const std::uint8_t flags =
         static_cast<std::uint8_t>((start == b ? k_at_begin : 0) | (not_null ? k_not_null : 0));
     std::uint32_t s = start_[flags];
@@ -70,6 +71,8 @@ class lazy_dfa {
     }
     std::int64_t last = k_no_match;
     for (std::size_t pos = start;; ++pos) {
+      if (budget == 0) return k_gave_up;
+      --budget;
       const std::uint32_t sym = pos < e ? symbol_of(units[pos]) : k_end;
       if (sym == k_unknown) return k_gave_up;
       std::int32_t t = trans_[static_cast<std::size_t>(s) * k_symbols + sym];
