@@ -63,7 +63,8 @@ struct bpe_scratch {
   std::vector<symbol> symbols;
   std::vector<bigram> heap;
   std::vector<part> parts;
-  detail::word_cache<token_id> words;  // words met before, with their ids
+  std::vector<std::size_t> segment_ends;  // of a long word
+  detail::word_cache<token_id> words;     // words met before, with their ids
 };
 
 namespace detail {
@@ -234,10 +235,18 @@ inline void bpe_encode_segment(const vocab& v, std::string_view seg, std::vector
   }
 }
 
-/// A word too long for the word cache: after the shortcuts, merged in segments cut
-/// where no merge joins the units on either side (the same ids, see merge_joints.hpp).
+/// Words longer than this are cut into segments where no merge joins the units on
+/// either side (the same ids, see merge_joints.hpp): Gemma 4's words are whole lines,
+/// which rarely repeat, while their segments (words, mostly) do.
+inline constexpr std::size_t k_segment_above = 48;
+
+/// A word of more than k_segment_above bytes: from the cache, else after the shortcuts
+/// in segments, each through the cache; a word without a cut (a run of one character,
+/// say) is cached whole when the cache takes it.
 inline void bpe_encode_long_word(const vocab& v, std::string_view word, std::vector<token_id>& out,
                                  bpe_scratch& s) {
+  const bool cacheable = s.words.cacheable(word);
+  if (cacheable && s.words.find(word, out)) return;
   const token_id id = bpe_whole_word(v, word, s);
   if (id != k_no_token) {
     out.push_back(id);
@@ -248,18 +257,27 @@ inline void bpe_encode_long_word(const vocab& v, std::string_view word, std::vec
     return raw ? std::min(utf8_len_from_lead(static_cast<unsigned char>(word[i])), word.size() - i)
                : std::size_t{1};
   };
-  std::size_t seg = 0, len = unit_len(0);
+  s.segment_ends.clear();
+  std::size_t len = unit_len(0);
   std::uint32_t left = pack_unit(word.substr(0, len));
   for (std::size_t i = len; i < word.size(); i += len) {
     len = unit_len(i);
     const std::uint32_t right = pack_unit(word.substr(i, len));
-    if (!v.joints().may_join(left, right)) {
-      bpe_encode_segment(v, word.substr(seg, i - seg), out, s);
-      seg = i;
-    }
+    if (!v.joints().may_join(left, right)) s.segment_ends.push_back(i);
     left = right;
   }
-  bpe_encode_segment(v, word.substr(seg), out, s);
+  if (s.segment_ends.empty()) {
+    const std::size_t first = out.size();
+    bpe_merge(v, word, out, s);
+    if (cacheable) s.words.insert(word, std::span<const token_id>(out).subspan(first));
+    return;
+  }
+  s.segment_ends.push_back(word.size());
+  std::size_t begin = 0;
+  for (const std::size_t end : s.segment_ends) {
+    bpe_encode_segment(v, word.substr(begin, end - begin), out, s);
+    begin = end;
+  }
 }
 
 /// Splits `text` with the vocabulary's pre-tokenizer and encodes each word.
@@ -271,7 +289,7 @@ inline void bpe_encode_pieces(const vocab& v, std::string_view text, std::vector
   for (const std::size_t end : s.word_ends) {
     const std::string_view word = text.substr(begin, end - begin);
     begin = end;
-    if (word.size() > s.words.k_max_word) {
+    if (word.size() > k_segment_above) {
       bpe_encode_long_word(v, word, out, s);
     } else if (!s.words.cacheable(word)) {
       bpe_encode_word(v, word, out, s);

@@ -69,21 +69,33 @@ class lazy_dfa {
       if (s == k_unknown) return k_gave_up;
       start_[flags] = s;
     }
+    // the walk keeps a state as its row's offset in trans_ (no multiply per unit)
+    std::size_t row = static_cast<std::size_t>(s) * k_symbols;
+    std::size_t left = budget;
     std::int64_t last = k_no_match;
     for (std::size_t pos = start;; ++pos) {
-      if (budget == 0) return k_gave_up;
-      --budget;
-      const std::uint32_t sym = pos < e ? symbol_of(units[pos]) : k_end;
-      if (sym == k_unknown) return k_gave_up;
-      std::int32_t t = trans_[static_cast<std::size_t>(s) * k_symbols + sym];
+      if (left == 0) break;
+      --left;
+      std::uint32_t sym = k_end;
+      if (pos < e) {
+        const match_unit& u = units[pos];
+        sym = u.value < 0x80 ? u.value : symbol_of(u);
+        if (sym == k_unknown) break;
+      }
+      std::int32_t t = trans_[row + sym];
       if (t < 0) {
-        t = step(s, sym);
-        if (t < 0) return k_gave_up;
+        t = step(static_cast<std::uint32_t>(row / k_symbols), sym);
+        if (t < 0) break;
       }
       if (t & 1) last = static_cast<std::int64_t>(pos);
-      s = static_cast<std::uint32_t>(t) >> 1;
-      if (s == k_dead || pos >= e) return last;
+      row = static_cast<std::uint32_t>(t) >> 1;
+      if (row == 0 || pos >= e) {  // row 0: the dead state
+        budget = left;
+        return last;
+      }
     }
+    budget = left;
+    return k_gave_up;
   }
 
   std::size_t states() const noexcept { return flags_.size(); }
@@ -158,7 +170,8 @@ class lazy_dfa {
     return id;
   }
 
-  /// The step from state `s` over symbol `sym`: next state * 2 + (a match ends here),
+  /// The step from state `s` over symbol `sym`: the next state's row (next * k_symbols)
+  /// * 2 + (a match ends here),
   /// or -1 when the cache is full (it is then emptied).
   std::int32_t step(std::uint32_t s, std::uint32_t sym) {
     const std::vector<regex_inst>& code = prog_->code;
@@ -241,7 +254,7 @@ class lazy_dfa {
       reset();
       return -1;
     }
-    const auto t = static_cast<std::int32_t>(next * 2 + (matched ? 1 : 0));
+    const auto t = static_cast<std::int32_t>(next * k_symbols * 2 + (matched ? 1 : 0));
     trans_[static_cast<std::size_t>(s) * k_symbols + sym] = t;
     return t;
   }
@@ -260,7 +273,7 @@ class lazy_dfa {
   std::vector<std::uint32_t> threads_;       // every state's threads, back to back
   std::vector<std::uint32_t> thread_begin_;  // [state] first thread
   std::vector<std::uint8_t> flags_;          // [state]
-  std::vector<std::int32_t> trans_;          // [state][symbol] next * 2 + matched, -1 unknown
+  std::vector<std::int32_t> trans_;          // [state][symbol] next row * 2 + matched, -1 unknown
   std::unordered_map<std::string, std::uint32_t> index_;    // flags + threads -> state
   std::unordered_map<std::string, std::uint32_t> slot_of_;  // membership pattern -> symbol
   std::vector<match_unit> slot_units_;

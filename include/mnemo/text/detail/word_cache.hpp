@@ -3,9 +3,9 @@
 // bytes always give the same ids for one vocabulary, so a hit is exact. Text repeats its
 // words (Zipf), so most words of a prompt are hits after the first few hundred.
 //
-// Bounded: words of up to k_max_word bytes, at most k_max_entries words; a full cache is
-// emptied and refilled. It belongs to one vocabulary (its serial number): used with
-// another, it empties first.
+// Bounded: words of up to k_max_word bytes, at most k_max_entries words and
+// k_max_key_bytes of them; a full cache is emptied and refilled. It belongs to one vocabulary (its
+// serial number): used with another, it empties first.
 #pragma once
 
 #if !defined(MNEMO_TEXT_DETAIL_OK_)
@@ -26,8 +26,11 @@ namespace mnemo::text::detail {
 template <class Id>
 class word_cache {
  public:
-  static constexpr std::size_t k_max_word = 48;
+  // Long words repeat too (runs of spaces or symbols, indentation, repeated letters):
+  // merging a 400-byte word costs hundreds of heap operations, a hit one hash of it.
+  static constexpr std::size_t k_max_word = 256;
   static constexpr std::size_t k_max_entries = std::size_t{1} << 14;
+  static constexpr std::size_t k_max_key_bytes = std::size_t{1} << 20;
 
   /// Empties the cache when it was filled for another vocabulary.
   void bind(std::uint64_t vocab_serial) {
@@ -58,7 +61,8 @@ class word_cache {
 
   /// Remembers `ids` for `word` (@pre cacheable(word) and not cached).
   void insert(std::string_view word, std::span<const Id> ids) {
-    if (slots_.empty() || n_ + 1 > k_max_entries) clear_to(2 * k_max_entries);
+    if (slots_.empty() || n_ + 1 > k_max_entries || keys_.size() + word.size() > k_max_key_bytes)
+      clear_to(2 * k_max_entries);
     const std::uint64_t h = hash_bytes(word);
     std::size_t i = h & mask_;
     while (slots_[i].key_len != 0) i = (i + 1) & mask_;
