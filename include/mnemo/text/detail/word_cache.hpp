@@ -27,8 +27,8 @@ template <class Id>
 class word_cache {
  public:
   // Long words repeat too (runs of spaces or symbols, indentation, repeated letters):
-  // merging a 400-byte word costs hundreds of heap operations, a hit one hash of it.
-  static constexpr std::size_t k_max_word = 256;
+  // merging a 600-byte run costs hundreds of heap operations, a hit one hash of it.
+  static constexpr std::size_t k_max_word = 1024;
   static constexpr std::size_t k_max_entries = std::size_t{1} << 14;
   static constexpr std::size_t k_max_key_bytes = std::size_t{1} << 20;
 
