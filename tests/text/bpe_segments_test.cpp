@@ -77,6 +77,7 @@ TEST_P(BpeSegments, MatchTheWholeWordMerge) {
   const mnemo::text::vocab& v = t->vocab();
   mnemo::text::bpe_scratch cached;
   cached.words.bind(v.serial());
+  cached.chars.bind(v.serial());
   for (std::uint64_t seed = 0; seed < 300; ++seed) {
     std::mt19937_64 rng(seed);
     std::string word;

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
@@ -65,6 +66,28 @@ struct bpe_scratch {
   std::vector<part> parts;
   std::vector<std::size_t> segment_ends;  // of a long word
   detail::word_cache<token_id> words;     // words met before, with their ids
+  // The tokens of recent non-ASCII characters (raw-text vocabularies look every
+  // character up; Gemma 4's text repeats U+2581 in every word): direct-mapped.
+  struct char_cache {
+    struct entry {
+      std::uint32_t unit = 0;  // pack_unit; 0: empty
+      token_id id = k_no_token;
+    };
+    std::array<entry, 1024> slots{};
+    std::uint64_t serial = 0;
+
+    void bind(std::uint64_t vocab_serial) {
+      if (vocab_serial == serial) return;
+      slots.fill({});
+      serial = vocab_serial;
+    }
+    token_id find(const vocab& v, std::string_view ch) {
+      const std::uint32_t unit = detail::pack_unit(ch);
+      entry& e = slots[(unit * 0x9E3779B1u) >> 22];
+      if (e.unit != unit || ch.size() > 3) e = {unit, v.find(ch)};
+      return e.id;
+    }
+  } chars;
 };
 
 namespace detail {
@@ -170,7 +193,7 @@ inline void bpe_merge(const vocab& v, std::string_view word, std::vector<token_i
     if (raw) {  // one UTF-8 character, by its lead byte as llama.cpp splits
       const auto lead = static_cast<unsigned char>(word[i]);
       len = std::min(utf8_len_from_lead(lead), word.size() - i);
-      id = lead < 0x80 ? v.ascii_token(lead) : v.find(word.substr(i, len));
+      id = lead < 0x80 ? v.ascii_token(lead) : s.chars.find(v, word.substr(i, len));
     } else {
       id = v.byte_token(static_cast<std::uint8_t>(word[i]));
     }
@@ -285,6 +308,7 @@ inline void bpe_encode_pieces(const vocab& v, std::string_view text, std::vector
                               bpe_scratch& s) {
   v.splitter()->split(text, s.word_ends, s.pre);
   s.words.bind(v.serial());
+  s.chars.bind(v.serial());
   std::size_t begin = 0;
   for (const std::size_t end : s.word_ends) {
     const std::string_view word = text.substr(begin, end - begin);
