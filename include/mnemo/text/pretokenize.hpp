@@ -208,8 +208,10 @@ inline void split_llama3(const pre_tokenize_scratch& s, std::size_t b, std::size
 /// are single "other" code points, so every byte lands in exactly one word.
 namespace detail {
 
-/// Decodes `text` into s.cps / s.offsets / s.cls (and forgets the units of the last text).
-inline void decode_code_points(std::string_view text, pre_tokenize_scratch& s) {
+/// Decodes `text` into s.cps / s.offsets / s.cls (and forgets the units of the last text);
+/// without `classes`, s.cls stays empty (the regex engine reads units instead).
+inline void decode_code_points(std::string_view text, pre_tokenize_scratch& s,
+                               bool classes = true) {
   s.cps.clear();
   s.offsets.clear();
   s.cls.clear();
@@ -218,7 +220,7 @@ inline void decode_code_points(std::string_view text, pre_tokenize_scratch& s) {
     const std::uint32_t cp = detail::decode_utf8(text, i, len);
     s.cps.push_back(cp);
     s.offsets.push_back(i);
-    s.cls.push_back(detail::classify(cp));
+    if (classes) s.cls.push_back(detail::classify(cp));
     i += len;
   }
   s.offsets.push_back(text.size());
