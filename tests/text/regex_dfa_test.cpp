@@ -2,6 +2,7 @@
 // DFA takes, and patterns that stress priorities (lazy runs, counts, empty matches,
 // anchors, one-class lookaheads), cut random strings and long runs exactly where the
 // backtracker cuts them; a pattern whose states overflow the cache still does.
+#include <algorithm>
 #include <cstdint>
 #include <random>
 #include <string>
@@ -30,7 +31,12 @@ struct case_t {
 std::vector<case_t> all_cases() {
   std::vector<case_t> out;
   for (const auto& t : mnemo::text::k_pre_tokenizer_types)
-    for (const auto& r : t.rules) out.push_back({std::string(r.pattern), r.flavour});
+    for (const auto& r : t.rules) {
+      const bool seen = std::any_of(out.begin(), out.end(), [&](const case_t& c) {
+        return c.pattern == r.pattern && c.flavour == r.flavour;
+      });  // types share rules: each once
+      if (!seen) out.push_back({std::string(r.pattern), r.flavour});
+    }
   for (const char* extra : {
            R"re(a*?b|a{2,5}?|x*|^\s+|\s+$|(?:ab|a)(?:c|bc)|.)re",
            R"re((?:a|ab)(?:c|bcd)?|[ab]{1,3}?b|\S+?(?!\S)|\s)re",
@@ -127,9 +133,9 @@ TEST(RegexDfa, SameCutsOnLongRuns) {
     if (!p.dfa_ok) continue;
     detail::regex_matcher dfa;
     for (std::uint32_t cp : k_alphabet)
-      for (std::uint32_t other : {std::uint32_t{'a'}, std::uint32_t{' '}, std::uint32_t{'\n'}}) {
-        std::vector<std::uint32_t> cps(700, cp);  // past jais-2's \s{512}
-        cps[600] = other;
+      for (std::uint32_t other : {std::uint32_t{'a'}, std::uint32_t{'\n'}}) {
+        std::vector<std::uint32_t> cps(600, cp);  // past jais-2's \s{512}
+        cps[540] = other;
         expect_same_cuts(c, p, dfa, cps, cp);
         if (HasFailure()) return;
       }
