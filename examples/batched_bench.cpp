@@ -126,6 +126,7 @@ struct row {
   std::uint64_t n_kv;
   double t_pp, t_tg;
   mnemo_examples::roofline_cost roof_pp, roof_tg;
+  double regions_tg = 0, team_jobs_tg = 0;  // per generation step (parallel_stats)
 };
 
 /// The fraction of the roofline a phase of `seconds` reached; 0 when unknown.
@@ -150,11 +151,12 @@ void print_row(const options& o, std::uint32_t n_ctx, const row& r) {
         "%u, \"n_threads\": %d, \"pp\": %u, \"tg\": %u, \"pl\": %u, \"n_kv\": %" PRIu64
         ", \"t_pp\": %f, \"speed_pp\": %f, \"t_tg\": %f, \"speed_tg\": %f, \"t\": %f, \"speed\": "
         "%f, \"bytes_pp\": %.0f, \"flops_pp\": %.0f, \"roof_pp\": %f, \"frac_pp\": %f, "
-        "\"bytes_tg\": %.0f, \"flops_tg\": %.0f, \"roof_tg\": %f, \"frac_tg\": %f}\n",
+        "\"bytes_tg\": %.0f, \"flops_tg\": %.0f, \"roof_tg\": %f, \"frac_tg\": %f, "
+        "\"regions_per_tg_step\": %.2f, \"team_jobs_per_tg_step\": %.2f}\n",
         o.rt.memory.c_str(), o.rt.kv.c_str(), n_ctx, o.rt.n_batch, o.rt.n_ubatch,
         o.rt.threads > 0 ? o.rt.threads : default_thread_count(), r.pp, r.tg, r.pl, r.n_kv, r.t_pp,
         s_pp, r.t_tg, s_tg, t, s, r.roof_pp.bytes, r.roof_pp.flops, r.roof_pp.seconds, f_pp,
-        r.roof_tg.bytes, r.roof_tg.flops, r.roof_tg.seconds, f_tg);
+        r.roof_tg.bytes, r.roof_tg.flops, r.roof_tg.seconds, f_tg, r.regions_tg, r.team_jobs_tg);
   }
   std::fflush(stdout);
 }
@@ -212,6 +214,7 @@ status run_cases(Context& ctx, const options& o, seq_id n_seq, std::uint32_t n_c
         }
         const double t_pp = seconds_since(t0);
 
+        const parallel_counts sync0 = parallel_stats();
         const auto t1 = clock_type::now();
         for (std::uint32_t step = 0; step < tg; ++step) {
           b.clear();
@@ -222,7 +225,12 @@ status run_cases(Context& ctx, const options& o, seq_id n_seq, std::uint32_t n_c
           MNEMO_RETURN_IF_ERROR(ctx.decode(b));
         }
         const double t_tg = seconds_since(t1);
-        print_row(o, n_ctx, {pp, tg, pl, n_kv, t_pp, t_tg, roof_pp, roof_tg});
+        const parallel_counts sync1 = parallel_stats();
+        const double steps = tg > 0 ? tg : 1;
+        print_row(o, n_ctx,
+                  {pp, tg, pl, n_kv, t_pp, t_tg, roof_pp, roof_tg,
+                   static_cast<double>(sync1.regions - sync0.regions) / steps,
+                   static_cast<double>(sync1.team_jobs - sync0.team_jobs) / steps});
       }
   return {};
 }
