@@ -94,15 +94,20 @@ class team {
   explicit team(int size) noexcept : size_(size) {}
   int size() const noexcept { return size_; }
 
+  /// Items a job can have (the ticket holds the next one in 32 bits).
+  static constexpr std::size_t k_max_items = 0xfffffffeu;
+
   /// fn(item, thread) for items [0, n_items) on threads [0, min(n_threads, size())),
   /// the leader included; returns when every item is done. Leader only.
   template <class Fn>
   void run(std::size_t n_items, int n_threads, Fn& fn) {
+    // Release stores: a thread that reads one of these also sees the previous job's
+    // ticket closed, so its claim on that job fails.
     const std::uint64_t job = ++jobs_;
-    call_.store(&call_fn<Fn>, std::memory_order_relaxed);
-    fn_.store(&fn, std::memory_order_relaxed);
-    n_items_.store(n_items, std::memory_order_relaxed);
-    limit_.store(std::min(n_threads, size_), std::memory_order_relaxed);
+    call_.store(&call_fn<Fn>, std::memory_order_release);
+    fn_.store(&fn, std::memory_order_release);
+    n_items_.store(n_items, std::memory_order_release);
+    limit_.store(std::min(n_threads, size_), std::memory_order_release);
     done_.store(0, std::memory_order_relaxed);
     ticket_.store(job << 32, std::memory_order_release);  // publishes the job
     work(0, job << 32);
@@ -198,7 +203,7 @@ void parallel_for(std::size_t n_items, int n_threads, Fn&& fn) {
 #if MNEMO_HAS_OPENMP
   if (n_threads > 1 && n_items > 1 && !detail::in_item) {
     if (detail::team* t = detail::current_team) {
-      if (t->size() > 1) {
+      if (t->size() > 1 && n_items <= detail::team::k_max_items) {
         detail::counters().team_jobs.fetch_add(1, std::memory_order_relaxed);
         t->run(n_items, n_threads, fn);
         return;
