@@ -8,6 +8,9 @@ struct quant_dot<MNEMO_TARGET_ISA> {
   /// others run the scalar loops, which the compiler may vectorise.
   static constexpr bool x86_ = std::is_same_v<isa, simd::avx2> || std::is_same_v<isa, simd::avx512>;
 
+  /// k_tile_rows (x86): the k-quants' many-token kernel over 4 rows at a time.
+  static constexpr bool k_tiles = x86_;
+
 #if defined(MNEMO_ARCH_X86_64)
 #include "mnemo/model/detail/quant_dot_x86.inl"
 #endif
