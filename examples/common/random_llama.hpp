@@ -6,7 +6,8 @@
 // converted files carry it, a rope_freqs tensor and freq_base 500000), for speed
 // comparisons between them. Weights are N(0, sigma^2) with sigma = 1/sqrt(fan_in)
 // (embedding sigma 1, norms 1 + N(0, 0.01)), as in the test fixtures, so activations
-// keep unit scale.
+// keep unit scale. `mix` writes each matrix in the type llama-quantize's Q3_K_M, Q4_K_M
+// or Q5_K_M gives it (quant_mix.hpp) instead of one `weight_type` for all.
 //
 // The vocabulary is copied from another GGUF (tokenizer.ggml.* keys) when one is
 // given, else a byte vocabulary is made up: <unk> <s> </s>, the 256 byte tokens

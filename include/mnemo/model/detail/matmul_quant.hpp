@@ -1,9 +1,10 @@
 // mul_mat for the weight-only quantised types (q4_1, q5_0, q5_1, q2_K .. q6_K), as ggml
 // computes them on the CPU: each token's x is rounded to the weight type's activation
 // blocks once (q8_K, q8_1 or q8_0: detail/quant_dot.hpp), then every output is one
-// integer dot product per block (quant_dot<Isa>::dot). One kernel serves one token and
-// many: the rows are split over the threads in one contiguous range each, and tokens
-// go through a range in groups (quant_token_group: up to 160 KiB of rounded x), so that a
+// integer dot product per block (quant_dot<Isa>::dot; for the k-quants on x86 with two or
+// more tokens, k_tile_rows: 4 rows at a time, each super-block unpacked once per token
+// group, the same floats). The rows are split over the threads in one contiguous range each, and
+// tokens go through a range in groups (quant_token_group: up to 160 KiB of rounded x), so that a
 // group's rounded x stays in L2 while the rows stream past it once per group.
 #pragma once
 
