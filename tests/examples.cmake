@@ -91,8 +91,9 @@ if(MNEMO_BUILD_EXAMPLES)
   set_tests_properties(examples.generate.chat-no-template PROPERTIES
                        FIXTURES_REQUIRED mnemo_tiny_llama LABELS examples)
 
-  # make-llama writes the weight-only quantised types, and generate runs them.
-  foreach(type IN ITEMS q4_K q5_1)
+  # make-llama writes the weight-only quantised types and a llama-quantize mixture,
+  # and generate runs them.
+  foreach(type IN ITEMS q4_K q5_1 q4_K_M)
     set(model "${CMAKE_CURRENT_BINARY_DIR}/examples-tiny-llama-${type}.gguf")
     add_test(NAME examples.make-tiny-llama-${type}
              COMMAND make-llama "${model}" --n-vocab 512 --n-embd 256 --n-layer 1 --n-head 4
