@@ -135,12 +135,14 @@ struct expected_attention {
       rbar[c] = mean_rotation(rope.pair_frequency(c), T, n_future);
     const float inv_sqrt_d = 1.0f / std::sqrt(static_cast<float>(d));
     const float cov_scale = 1.0f / (2.0f * static_cast<float>(d) * static_cast<float>(w));
-    // The window mean mu per query head (pre-RoPE).
+    // The window mean mu per query head (pre-RoPE): sums, then one scale (a division
+    // per element kept the loop scalar).
     ubar.assign(QH * d, 0.0f);
     for (std::size_t h = 0; h < QH; ++h)
       for (std::size_t i = 0; i < w; ++i)
-        for (std::size_t e = 0; e < d; ++e)
-          ubar[h * d + e] += ring[(i * QH + h) * d + e] / float(w);
+        for (std::size_t e = 0; e < d; ++e) ubar[h * d + e] += ring[(i * QH + h) * d + e];
+    const float inv_w = 1.0f / static_cast<float>(w);
+    for (float& x : ubar) x *= inv_w;
     row.resize(H * d);
     if (!all) {  // a decode step scores its own tokens: (Rbar x) . k = x . (Rbar^T k), so
                  // the window's rows are used as they are, O((w + 1) d) per query head
