@@ -6,10 +6,8 @@
 using vf = typename V::vf;
 static constexpr std::size_t L = V::lanes;
 
-/// Vector registers of the ISA (16 ymm on AVX2; 32 zmm on AVX-512, 32 on NEON): the
-/// register tiles below are sized so their accumulators and operands fit. A 4 x 4 dot
-/// tile or a 4-row x 4-vector P.V tile needs 21; on AVX2 GCC spilled five accumulators
-/// to the stack, a load and a store per FMA chain and step.
+/// Vector registers of the ISA (16 ymm on AVX2; 32 zmm on AVX-512, 32 on NEON), which
+/// size the P.V tiles (pv_tile_vectors).
 static constexpr std::size_t k_vector_registers = std::is_same_v<isa, simd::avx2> ? 16 : 32;
 
 /// Register tile of C[MR, NV*L] += A[MR, K] . B[K, NV*L] (row-major, leading dims in
@@ -169,14 +167,6 @@ static MNEMO_INLINE void dot_tile(const float* q, std::size_t ldq, const RE* con
   for (std::size_t h = 0; h < G; ++h) {
     if constexpr (C == 4) {
       reduce_add4<vf>(acc[h][0], acc[h][1], acc[h][2], acc[h][3], out + h * ldo);
-    } else if constexpr (C == 2 && G % 2 == 0) {  // two rows' pairs in one tree
-      if (h % 2 != 0) continue;
-      float sums[4];
-      reduce_add4<vf>(acc[h][0], acc[h][1], acc[h + 1][0], acc[h + 1][1], sums);
-      out[h * ldo] = sums[0];
-      out[h * ldo + 1] = sums[1];
-      out[(h + 1) * ldo] = sums[2];
-      out[(h + 1) * ldo + 1] = sums[3];
     } else {
 #pragma GCC unroll 4
       for (std::size_t c = 0; c < C; ++c) out[h * ldo + c] = V::reduce_add(acc[h][c]);
@@ -184,34 +174,15 @@ static MNEMO_INLINE void dot_tile(const float* q, std::size_t ldq, const RE* con
   }
 }
 
-/// Cells of one dot tile that fit the registers beside G query rows: G x C
-/// accumulators, C key vectors and a query vector.
-static constexpr std::size_t dot_tile_max_cells(std::size_t G) noexcept {
-  std::size_t C = 4;
-  while (C > 1 && G * C + C + 1 > k_vector_registers) C /= 2;
-  return C;
-}
-
 template <class RE, std::size_t G>
 static MNEMO_INLINE void dot_tile_c(std::size_t C, const float* q, std::size_t ldq,
                                     const RE* const* k, std::size_t d, float* out,
                                     std::size_t ldo) noexcept {
-  constexpr std::size_t max_c = dot_tile_max_cells(G);
-  static_assert(max_c == 4 || max_c == 2, "dot_tile_c: tiles of four or two cells");
-  if constexpr (max_c == 2) {  // tiles of two cells, each within the registers
-    for (std::size_t c0 = 0; c0 < C; c0 += 2) {
-      if (C - c0 >= 2)
-        dot_tile<RE, G, 2>(q, ldq, k + c0, d, out + c0, ldo);
-      else
-        dot_tile<RE, G, 1>(q, ldq, k + c0, d, out + c0, ldo);
-    }
-  } else {
-    switch (C) {
-      case 1: dot_tile<RE, G, 1>(q, ldq, k, d, out, ldo); break;
-      case 2: dot_tile<RE, G, 2>(q, ldq, k, d, out, ldo); break;
-      case 3: dot_tile<RE, G, 3>(q, ldq, k, d, out, ldo); break;
-      default: dot_tile<RE, G, 4>(q, ldq, k, d, out, ldo); break;
-    }
+  switch (C) {
+    case 1: dot_tile<RE, G, 1>(q, ldq, k, d, out, ldo); break;
+    case 2: dot_tile<RE, G, 2>(q, ldq, k, d, out, ldo); break;
+    case 3: dot_tile<RE, G, 3>(q, ldq, k, d, out, ldo); break;
+    default: dot_tile<RE, G, 4>(q, ldq, k, d, out, ldo); break;
   }
 }
 
