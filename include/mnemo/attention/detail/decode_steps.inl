@@ -13,9 +13,9 @@
 // - K in groups, V head by head (four to seven rows): a write-back per group would add
 //   about a fifth to the arithmetic, so only the K pass follows address order;
 // - head by head (eight rows and more, and q8_0/q4_0 from two rows; every item with
-//   AVX2 on Zen 1): the arithmetic bounds the call, so each pass works from cache with spread
-//   software prefetches (K pass: this block's V; V pass: the next block's K) and keeps
-//   output rows in registers.
+//   AVX2 on Zen 1): the arithmetic bounds the call, so each pass works from cache with
+//   spread software prefetches (K pass: this block's V; V pass: the next block's K) and
+//   keeps output rows in registers.
 // Included after tile_math.inl and block_steps.inl; @pre d_k % L == 0, d_v % L == 0.
 
 /// s[r * Bc + j] = q[r] . k_j for the R rows of one KV head and its kept cells js
