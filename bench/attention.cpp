@@ -3,7 +3,10 @@
 // prefill (512 causal queries) as a fraction of its FMA peak, with 2 threads; plus the
 // cost of exporting attention mass (null sink = none), and BM_decode_fma_floor: the
 // decode's FMAs alone on the same f16 K/V bytes (common/decode_floor.hpp), the rate
-// no decode kernel doing its arithmetic in f32 FMAs can beat here.
+// no decode kernel doing its arithmetic in f32 FMAs can beat here. Decode cases also
+// report their roofline, min(read bandwidth, FMA peak x bytes/FLOP) (roofline_GBps,
+// frac_roofline; with MNEMO_BENCH_PAIRED=1 frac_paired_roofline[_med], the read
+// bandwidth taken from the paired pass).
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -74,6 +77,29 @@ struct setup {
   }
 };
 
+/// A decode call's roofline on this machine: the longer of reading its K/V bytes at the
+/// read bandwidth and doing its FLOPs at the FMA peak (k_threads threads, the process's
+/// probe). Reading R query rows per KV head, an f16 element costs 2 bytes and 2R FLOPs.
+struct roofline {
+  double read_seconds, fma_seconds;
+  roofline(double bytes, double flops)
+      : read_seconds(bytes / (mnemo_bench::read_gbps_for(k_threads) * 1e9)),
+        fma_seconds(flops / (mnemo_bench::fma_gflops_for(k_threads) * 1e9)),
+        bytes_(bytes) {}
+  /// roofline_GBps: the byte rate the roofline allows (below the read bandwidth when
+  /// the FMAs bound the call); frac_roofline: the call's byte rate over it.
+  void add_counters(benchmark::State& state) const {
+    const double seconds = std::max(read_seconds, fma_seconds);
+    if (!(seconds > 0.0) || !std::isfinite(seconds)) return;  // a probe failed
+    state.counters["roofline_GBps"] = bytes_ / seconds / 1e9;
+    state.counters["frac_roofline"] =
+        benchmark::Counter(seconds * mnemo_bench::iterations(state), benchmark::Counter::kIsRate);
+  }
+
+ private:
+  double bytes_;
+};
+
 template <class Sink, class E = dtype::f16>
 void run(benchmark::State& state, std::size_t n_cells, std::size_t n_tokens, std::size_t group,
          bool with_export) {
@@ -89,6 +115,8 @@ void run(benchmark::State& state, std::size_t n_cells, std::size_t n_tokens, std
   if constexpr (Sink::enabled) sink = {std::span<float* const>(&mass_ptr, 1), nullptr, lse.data()};
   (void)with_export;
   mnemo_bench::paired_read paired(state, s.kv_bytes(), k_threads);
+  const roofline limit(s.kv_bytes(), s.flops());
+  if (n_tokens == 1) paired.set_fma_seconds(limit.fma_seconds);
   for (auto _ : state) {
     paired.call([&] {
       const status st = attention::attend<simd::native, E, E, Sink>(s.sh, p, s.batch(), {&view, 1},
@@ -103,6 +131,7 @@ void run(benchmark::State& state, std::size_t n_cells, std::size_t n_tokens, std
       static_cast<double>(n_tokens) * mnemo_bench::iterations(state), benchmark::Counter::kIsRate);
   mnemo_bench::add_bytes_counters(state, s.kv_bytes(), k_threads);
   mnemo_bench::add_flops_counters(state, s.flops(), k_threads);
+  if (n_tokens == 1) limit.add_counters(state);
   mnemo_bench::add_isa_and_threads_labels(state, k_threads);
 }
 
@@ -162,6 +191,8 @@ void BM_decode_fma_floor(benchmark::State& state) {
   const setup<dtype::f16> s(n_cells, 1, group);
   std::vector<float> sums;
   mnemo_bench::paired_read paired(state, s.kv_bytes(), k_threads);
+  const roofline limit(s.kv_bytes(), s.flops());
+  paired.set_fma_seconds(limit.fma_seconds);
   for (auto _ : state) {
     paired.call([&] {
       floor_call(s, software_prefetch, sums);
@@ -172,12 +203,13 @@ void BM_decode_fma_floor(benchmark::State& state) {
   paired.add_counter();
   mnemo_bench::add_bytes_counters(state, s.kv_bytes(), k_threads);
   mnemo_bench::add_flops_counters(state, s.flops(), k_threads);
+  limit.add_counters(state);
   mnemo_bench::add_isa_and_threads_labels(state, k_threads);
 }
 
 BENCHMARK(BM_decode)
     ->ArgNames({"ctx", "gqa"})
-    ->ArgsProduct({{1024, 4096, 8192, 16384, 32768}, {1, 2, 4}})
+    ->ArgsProduct({{1024, 4096, 8192, 16384, 32768}, {1, 2, 4, 8}})
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
 void quantised_decode_shapes(benchmark::internal::Benchmark* b) {

@@ -9,6 +9,10 @@
 //                                 order, 1 the kernel's groups of eight cells, 2 head
 //                                 by head with spread software prefetch, 3 without,
 //                                 4 K in groups and V head by head
+//   BM_f16_fma_in_l1/rows:r       one thread widening f16 from L1 (ops<native>::load_f16)
+//                                 with r FMAs per element (common/decode_floor.hpp):
+//                                 what one core's conversions and FMAs allow a decode
+//                                 at r query rows per KV head, with no memory wait
 //
 // The summary also estimates the core clock from a chain of dependent integer adds
 // (one per cycle on every x86 core), so FLOPs per cycle can be checked against the
@@ -17,11 +21,13 @@
 #include <algorithm>
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <cstdio>
 #include <string>
 #include <type_traits>
 
 #include "common/bench_main.hpp"
+#include "common/decode_floor.hpp"
 #include "common/decode_pattern.hpp"
 #include "common/machine_limits.hpp"
 #include "common/machine_probe.hpp"
@@ -111,6 +117,19 @@ void BM_decode_pattern(benchmark::State& state) {
   add_isa_and_threads_labels(state);
 }
 
+template <std::size_t R>
+void BM_f16_fma_in_l1(benchmark::State& state) {
+  constexpr std::size_t n = 8 * 1024;  // 16 KiB of f16: half the smallest L1 data cache
+  static std::uint16_t values[n];
+  for (std::size_t i = 0; i < n; ++i) values[i] = static_cast<std::uint16_t>(0x3c00 + (i & 255));
+  scoped_pin pin(0);
+  for (auto _ : state)
+    benchmark::DoNotOptimize(probe::fma_floor_pass<simd::native, R>(values, n, false));
+  add_bytes_counters(state, static_cast<double>(n * sizeof(std::uint16_t)), 1);
+  add_flops_counters(state, 2.0 * static_cast<double>(R * n), 1);
+  add_isa_and_threads_labels(state, 1);
+}
+
 template <class Isa>
 void BM_fma_peak(benchmark::State& state) {
   constexpr std::size_t iters = std::size_t{1} << 16;  // ~0.1-1 ms per iteration
@@ -154,6 +173,9 @@ void register_all() {
                       ->ArgName("order")
                       ->DenseRange(0, 4);
   with_thread_counts(pattern);
+  benchmark::RegisterBenchmark("BM_f16_fma_in_l1/rows:1", BM_f16_fma_in_l1<1>)->UseRealTime();
+  benchmark::RegisterBenchmark("BM_f16_fma_in_l1/rows:2", BM_f16_fma_in_l1<2>)->UseRealTime();
+  benchmark::RegisterBenchmark("BM_f16_fma_in_l1/rows:4", BM_f16_fma_in_l1<4>)->UseRealTime();
   register_fma_peak<simd::scalar>();
   if constexpr (std::is_same_v<Native, simd::avx2> || std::is_same_v<Native, simd::avx512>) {
     register_fma_peak<simd::avx2>();

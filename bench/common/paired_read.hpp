@@ -72,6 +72,10 @@ class paired_read {
     sums_.resize(static_cast<std::size_t>(threads_));
   }
 
+  /// The seconds a call's FMAs take at the FMA peak: the roofline of a call is then
+  /// the longer of its read pass and this (frac_paired_roofline).
+  void set_fma_seconds(double seconds) { fma_seconds_ = seconds; }
+
   /// Runs call() timed, then (timer paused) one read pass; returns the call's seconds.
   template <class Fn>
   double call(Fn&& fn) {
@@ -84,20 +88,27 @@ class paired_read {
       state_.PauseTiming();
       const double p = pass() * scale_;
       pass_seconds_ += p;
-      if (s > 0.0) ratios_.push_back(p / s);
+      roofline_seconds_ += std::max(p, fma_seconds_);
+      if (s > 0.0) {
+        ratios_.push_back(p / s);
+        roofline_ratios_.push_back(std::max(p, fma_seconds_) / s);
+      }
       state_.ResumeTiming();
     }
     return s;
   }
 
-  /// frac_paired_read and frac_paired_read_med (only when passes ran).
+  /// frac_paired_read and frac_paired_read_med (only when passes ran), and with
+  /// set_fma_seconds frac_paired_roofline and frac_paired_roofline_med: the same with
+  /// max(pass, FMA seconds) in place of the pass.
   void add_counter() {
     if (pass_floats_ == 0 || call_seconds_ <= 0.0) return;
     state_.counters["frac_paired_read"] = pass_seconds_ / call_seconds_;
+    if (fma_seconds_ > 0.0)
+      state_.counters["frac_paired_roofline"] = roofline_seconds_ / call_seconds_;
     if (ratios_.empty()) return;
-    const auto mid = ratios_.begin() + static_cast<std::ptrdiff_t>(ratios_.size() / 2);
-    std::nth_element(ratios_.begin(), mid, ratios_.end());
-    state_.counters["frac_paired_read_med"] = *mid;
+    state_.counters["frac_paired_read_med"] = median(ratios_);
+    if (fma_seconds_ > 0.0) state_.counters["frac_paired_roofline_med"] = median(roofline_ratios_);
   }
 
  private:
@@ -117,12 +128,20 @@ class paired_read {
     return s;
   }
 
+  static double median(std::vector<double>& v) {
+    const auto mid = v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2);
+    std::nth_element(v.begin(), mid, v.end());
+    return *mid;
+  }
+
   benchmark::State& state_;
   int threads_;
   std::size_t pass_floats_ = 0, cursor_ = 0;
   double scale_ = 1.0, call_seconds_ = 0.0, pass_seconds_ = 0.0;
+  double fma_seconds_ = 0.0, roofline_seconds_ = 0.0;
   std::vector<float> sums_;
-  std::vector<double> ratios_;  // per call: pass seconds / call seconds
+  std::vector<double> ratios_;           // per call: pass seconds / call seconds
+  std::vector<double> roofline_ratios_;  // per call: max(pass, FMA seconds) / call seconds
 };
 
 }  // namespace mnemo_bench

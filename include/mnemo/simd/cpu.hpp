@@ -75,6 +75,27 @@ inline const cpu_features& cpu() noexcept {
 
 }  // namespace detail
 
+/// True on AMD family 17h models below 30h (Zen 1 and Zen+): two 128-bit FMA pipes, and
+/// an F16C widening (vcvtph2ps ymm) that costs about three cycles per eight values, two
+/// of them on the FMA pipes. Kernels that widen f16 tune for it. Probed once.
+inline bool is_zen1() noexcept {
+#if defined(MNEMO_ARCH_X86_64)
+  static const bool zen1 = [] {
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    if (!__get_cpuid(0, &a, &b, &c, &d)) return false;
+    const bool amd = b == 0x68747541u && d == 0x69746e65u && c == 0x444d4163u;  // AuthenticAMD
+    if (!amd || !__get_cpuid(1, &a, &b, &c, &d)) return false;
+    const unsigned base_family = (a >> 8) & 0xfu;
+    const unsigned family = base_family == 0xfu ? base_family + ((a >> 20) & 0xffu) : base_family;
+    const unsigned model = ((a >> 4) & 0xfu) | (((a >> 16) & 0xfu) << 4);
+    return family == 0x17u && model < 0x30u;
+  }();
+  return zen1;
+#else
+  return false;
+#endif
+}
+
 /// True when this build contains code for Isa and the running CPU and OS can run it.
 /// scalar is always supported.
 template <isa_tag Isa>

@@ -6,6 +6,10 @@
 using vf = typename V::vf;
 static constexpr std::size_t L = V::lanes;
 
+/// Vector registers of the ISA (16 ymm on AVX2; 32 zmm on AVX-512, 32 on NEON), which
+/// size the P.V tiles (pv_tile_vectors).
+static constexpr std::size_t k_vector_registers = std::is_same_v<isa, simd::avx2> ? 16 : 32;
+
 /// Register tile of C[MR, NV*L] += A[MR, K] . B[K, NV*L] (row-major, leading dims in
 /// floats). B rows are loaded once per k and reused by the MR rows of A.
 template <std::size_t MR, std::size_t NV>
@@ -240,6 +244,14 @@ static MNEMO_INLINE void pv_tile(const float* p, std::size_t ldp, const std::uin
     for (std::size_t x = 0; x < NV; ++x) V::store(o + r * ldo + n0 + x * L, acc[r][x]);
 }
 
+/// Output vectors of a P.V tile of RR rows: RR x NV accumulators, the NV vectors of
+/// a V row (one at a time for one row) and a probability fit the registers.
+static constexpr std::size_t pv_tile_vectors(std::size_t RR) noexcept {
+  std::size_t NV = RR == 1 ? 8 : 4;
+  while (NV > 1 && RR * NV + (RR == 1 ? 1 : NV) + 1 > k_vector_registers) NV /= 2;
+  return NV;
+}
+
 /// o[R, dv] += P[R, cells js] . V[js, dv] for few rows, V rows read in place.
 /// Not inlined: inlined into the decode item, GCC spilled V vectors and row pointers
 /// to the stack (15-20% of the in-cache decode time, measured). @pre dv % L == 0
@@ -247,7 +259,7 @@ template <class RE, std::size_t RR>
 MNEMO_NOINLINE static void pv_rows(const float* p, std::size_t ldp, const std::uint32_t* js,
                                    std::size_t n_js, const RE* const* v, std::size_t dv, float* o,
                                    std::size_t ldo, prefetch_cursor& pf) noexcept {
-  constexpr std::size_t NV = RR == 1 ? 8 : 4;
+  constexpr std::size_t NV = pv_tile_vectors(RR);
   prefetch_cursor cur = pf;  // a local copy stays in registers (pf may alias o)
   std::size_t n0 = 0;
   for (; n0 + NV * L <= dv; n0 += NV * L) pv_tile<RE, RR, NV>(p, ldp, js, n_js, v, n0, o, ldo, cur);
@@ -276,7 +288,7 @@ static void pv_any(std::size_t R, const float* p, std::size_t ldp, const std::ui
 static constexpr std::size_t pv_steps(std::size_t R, std::size_t n_js, std::size_t dv) noexcept {
   std::size_t strips = 0;
   for (std::size_t r = 0; r < R; r += 4) {
-    const std::size_t nv = R - r == 1 ? 8 : 4, w = nv * L;
+    const std::size_t rows = R - r < 4 ? R - r : 4, w = pv_tile_vectors(rows) * L;
     strips += dv / w + (dv % w) / L;
   }
   return strips * n_js;
