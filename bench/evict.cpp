@@ -205,8 +205,8 @@ BENCHMARK(BM_decode_step_per_head<evict::h2o>)->ArgName("B")->Arg(1024)->Arg(409
 BENCHMARK(BM_decode_step_per_head<evict::tova>)->ArgName("B")->Arg(1024)->Arg(4096);
 BENCHMARK(BM_decode_step_per_head<evict::snapkv>)->ArgName("B")->Arg(1024)->Arg(4096);
 BENCHMARK(BM_decode_step_read<evict::h2o>)->ArgName("B")->Arg(1024);
-// AdaKV: per-head lanes in one shared pool, budgets allocated over the heads per step
-// (each head's view spans the pool: cells_read counts the pool prefix).
+// AdaKV: per-head lanes in one shared pool of pages, budgets allocated over the heads
+// per step (each head's view: one segment per run of its pages, its own cells only).
 BENCHMARK(BM_decode_step_per_head<evict::adakv<evict::h2o>>)->ArgName("B")->Arg(1024);
 BENCHMARK(BM_decode_step_per_head<evict::adakv<evict::tova>>)->ArgName("B")->Arg(1024);
 BENCHMARK(BM_decode_step_per_head_read<evict::h2o>)->ArgName("B")->Arg(1024);
@@ -238,9 +238,10 @@ struct dense_cells {
 
 /// Quest: bookkeeping = appending the step's key to the page metadata + selecting the
 /// top pages; attention = quest_attend over the selected pages. B = cells read
-/// (top_pages x page), ctx = cells held. The selection reads every page's min/max
-/// (f32, 2 / page of the held keys' elements), so its share grows with ctx / B. bytes_read /
-/// full_bytes: K/V (and page metadata) bytes one step reads against attending every cell.
+/// (top_pages x page), ctx = cells held. The selection computes one bound per page and
+/// query head (2 d FMAs, as attention spends per cell read), so its share is about
+/// ctx / (page x B) of the attention's arithmetic. bytes_read / full_bytes: K/V (and
+/// page metadata) bytes one step reads against attending every cell.
 void BM_quest_step(benchmark::State& state) {
   using clk = std::chrono::steady_clock;
   const std::size_t B = static_cast<std::size_t>(state.range(0)),

@@ -79,10 +79,11 @@ status bounded_parse(const bounded<P, KE, VE>& c, byte_reader& r, bounded_record
   for (std::size_t i = 0; i < c.config().shape.n_layer * c.lanes_per_layer(); ++i) {
     const std::size_t l = i / c.lanes_per_layer();
     std::uint32_t n = 0;
-    if (!r.get(n) || n > c.capacity())
+    const std::size_t cap = c.lane_slots(l, i % c.lanes_per_layer());
+    if (!r.get(n) || n > cap)
       return make_status(status_code::corrupt_data,
                          "state_read: layer %zu holds %u cells, the capacity is %zu (or truncated)",
-                         l, n, c.capacity());
+                         l, n, cap);
     bounded_record::layer L{n, r.get_bytes(n * (4 + 4 * SF)), nullptr, nullptr};
     L.k = r.get_bytes(n * c.k_part_bytes());
     L.v = r.get_bytes(n * c.v_part_bytes());
