@@ -399,6 +399,17 @@ class bounded {
   /// rows, and returns the pages above to the pool (a no-op for other lanes).
   void fit_pages(seq_id s, std::size_t layer, std::size_t head) noexcept;
   void set_pos_max(seq_id s, pos_t p) noexcept { pos_max_[static_cast<std::size_t>(s)] = p; }
+  /// Recounts live and top over slots [0, top) (every slot above top is free).
+  static void recount_below_top(lane& ln) noexcept {
+    std::size_t live = 0, top = 0;
+    for (std::size_t i = 0; i < ln.top; ++i)
+      if (ln.pos[i] >= 0) {
+        ++live;
+        top = i + 1;
+      }
+    ln.live = live;
+    ln.top = top;
+  }
   static void recount(lane& ln) noexcept {
     ln.live = 0;
     ln.top = 0;

@@ -258,7 +258,7 @@ void bounded<P, KE, VE>::evict_to_budget(const seq_step& ss, std::size_t layer, 
     std::nth_element(keys.begin(), keys.begin() + static_cast<std::ptrdiff_t>(n_evict - 1),
                      keys.end());
     for (std::size_t i = 0; i < n_evict; ++i) ln.pos[keys[i].slot] = -1;
-    recount(ln);
+    recount_below_top(ln);
   }
   if (cfg_.positions == position_mode::compact) renumber(ss.seq, layer, head);
 }

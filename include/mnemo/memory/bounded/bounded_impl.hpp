@@ -276,7 +276,7 @@ void bounded<P, KE, VE>::close_holes(seq_id s, std::size_t layer, std::size_t he
     move_slot(s, layer, head, j - 1, i);
     --j;
   }
-  recount(ln);
+  recount_below_top(ln);
   fit_pages(s, layer, head);
   report_moves(s, layer, head);
 }
@@ -294,7 +294,7 @@ status bounded<P, KE, VE>::seq_rm(seq_id s, pos_t p0, pos_t p1) {
         lane& ln = mut_lane(q, l, h);
         for (std::size_t j = 0; j < ln.top; ++j)
           if (ln.pos[j] >= 0 && r.contains(ln.pos[j])) ln.pos[j] = -1;
-        recount(ln);
+        recount_below_top(ln);
         fit_pages(q, l, h);
       }
     pos_t& pm = pos_max_[static_cast<std::size_t>(q)];
@@ -332,7 +332,7 @@ status bounded<P, KE, VE>::seq_cp(seq_id src, seq_id dst, pos_t p0, pos_t p1) {
       lane& b = mut_lane(dst, l, h);
       for (pos_t& p : b.pos)
         if (p >= 0 && r.contains(p)) p = -1;
-      recount(b);
+      recount_below_top(b);
       if constexpr (pooled) close_holes(dst, l, h);  // the copies go on top (pages: see apply)
       fit_pages(dst, l, h);
     }
@@ -354,7 +354,7 @@ status bounded<P, KE, VE>::seq_cp(seq_id src, seq_id dst, pos_t p0, pos_t p1) {
         std::memcpy(k_part(l, dst, slot, h), k_part(l, src, j, h), k_part_bytes());
         std::memcpy(v_part(l, dst, slot, h), v_part(l, src, j, h), v_part_bytes());
       }
-      recount(b);
+      recount_below_top(b);
       fit_pages(dst, l, h);
     }
   // The copy's logical end is src's within the range, evicted or not (as seq_rm and
@@ -398,7 +398,7 @@ status bounded<P, KE, VE>::shift_positions(seq_id s, pos_t p0, pos_t p1, const c
         if (q != p) note_move(j, j, p, q);
         ln.pos[j] = q;
       }
-      recount(ln);
+      recount_below_top(ln);
       fit_pages(s, l, h);
       report_moves(s, l, h);
     }
