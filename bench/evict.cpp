@@ -57,6 +57,7 @@ struct expected_attention_bench : evict::expected_attention {
   expected_attention_bench() {
     n_head_kv = k_hkv;
     d_v = k_d;
+    group = k_group;
     rope.layout = attention::rope_layout::none;
   }
 };

@@ -5,7 +5,8 @@
 //   decode/<vocab>        ids -> text through stream_decoder, bytes/s of output
 //   pre_tokenize/<pre>    the pre-tokenizer alone (text -> pieces) for a tokenizer.ggml.pre
 //                         name, on the gpt-2 text; "gpt-2/engine" runs GPT-2's rules through
-//                         the regex engine instead of the hand-written scanner
+//                         the regex engine instead of the hand-written scanner, and
+//                         "<pre>/backtracker" the engine without its lazy DFA
 //
 // The text is generated deterministically from llama.cpp's tokenizer test strings (the
 // fixtures' .inp file): strings drawn with a fixed-seed LCG, ASCII letters perturbed so
@@ -107,7 +108,9 @@ void bm_encode(benchmark::State& state, const std::string& vocab_file) {
   state.counters["threads"] = 1;
 }
 
-void bm_pre_tokenize(benchmark::State& state, const std::string& pre, bool engine) {
+enum class splitter { as_shipped, engine, backtracker };
+
+void bm_pre_tokenize(benchmark::State& state, const std::string& pre, splitter how) {
   const corpus& c = corpus_for("ggml-vocab-gpt-2.gguf");
   auto p = mnemo::text::pre_tokenizer::for_name(pre);
   if (c.text.empty() || !p.is_ok()) {
@@ -115,9 +118,10 @@ void bm_pre_tokenize(benchmark::State& state, const std::string& pre, bool engin
     return;
   }
   mnemo::text::pre_tokenize_scratch scratch;
+  scratch.matcher.use_lazy_dfa(how != splitter::backtracker);
   std::vector<std::size_t> ends;
   for (auto _ : state) {
-    if (engine)
+    if (how != splitter::as_shipped)
       p->split_general(c.text, ends, scratch);
     else
       p->split(c.text, ends, scratch);
@@ -171,13 +175,18 @@ const bool registered = [] {
   for (const char* pre : {"gpt-2", "llama-bpe", "qwen2", "qwen35", "deepseek-v3", "deepseek-llm",
                           "tekken", "gpt-4o", "kimi-k2", "afmoe", "bloom", "default"})
     benchmark::RegisterBenchmark((std::string("pre_tokenize/") + pre).c_str(), bm_pre_tokenize,
-                                 std::string(pre), false)
+                                 std::string(pre), splitter::as_shipped)
         ->Unit(benchmark::kMillisecond)
         ->UseRealTime();
   benchmark::RegisterBenchmark("pre_tokenize/gpt-2/engine", bm_pre_tokenize, std::string("gpt-2"),
-                               true)
+                               splitter::engine)
       ->Unit(benchmark::kMillisecond)
       ->UseRealTime();
+  for (const char* pre : {"gpt-2", "tekken", "kimi-k2", "deepseek-llm", "default"})
+    benchmark::RegisterBenchmark((std::string("pre_tokenize/") + pre + "/backtracker").c_str(),
+                                 bm_pre_tokenize, std::string(pre), splitter::backtracker)
+        ->Unit(benchmark::kMillisecond)
+        ->UseRealTime();
   return true;
 }();
 

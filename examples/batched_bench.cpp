@@ -24,6 +24,8 @@
 #include <vector>
 
 #include "common/cli.hpp"
+#include "common/measured_limits.hpp"
+#include "common/roofline.hpp"
 
 #include "mnemo/base/parallel.hpp"
 #include "mnemo/base/rng.hpp"
@@ -101,29 +103,60 @@ double seconds_since(clock_type::time_point t0) {
   return std::chrono::duration<double>(clock_type::now() - t0).count();
 }
 
+/// What the roofline fractions compare with: the model's sizes and the machine's
+/// limits for the thread count used.
+struct roofline_inputs {
+  mnemo_examples::roofline_model model;
+  double read_gbps = 0, fma_gflops = 0;
+  std::uint32_t n_ubatch = 0;
+
+  mnemo_examples::roofline_cost cost(const batch& b) const {
+    return mnemo_examples::batch_cost(model, b, n_ubatch, read_gbps, fma_gflops);
+  }
+};
+
+void add_to(mnemo_examples::roofline_cost& total, const mnemo_examples::roofline_cost& c) {
+  total.bytes += c.bytes;
+  total.flops += c.flops;
+  total.seconds += c.seconds;
+}
+
 struct row {
   std::uint32_t pp, tg, pl;
   std::uint64_t n_kv;
   double t_pp, t_tg;
+  mnemo_examples::roofline_cost roof_pp, roof_tg;
+  double regions_tg = 0, team_jobs_tg = 0;  // per generation step (parallel_stats)
 };
+
+/// The fraction of the roofline a phase of `seconds` reached; 0 when unknown.
+double roofline_fraction(const mnemo_examples::roofline_cost& c, double seconds) {
+  return seconds > 0 ? c.seconds / seconds : 0.0;
+}
 
 void print_row(const options& o, std::uint32_t n_ctx, const row& r) {
   const double s_pp = r.t_pp > 0 ? double(r.pl) * r.pp / r.t_pp : 0.0;
   const double s_tg = r.t_tg > 0 ? double(r.pl) * r.tg / r.t_tg : 0.0;
   const double t = r.t_pp + r.t_tg;
   const double s = t > 0 ? double(r.n_kv) / t : 0.0;
+  const double f_pp = roofline_fraction(r.roof_pp, r.t_pp);
+  const double f_tg = roofline_fraction(r.roof_tg, r.t_tg);
   if (o.format == "md") {
-    std::printf("|%6u |%7u |%5u |%7" PRIu64 " |%9.3f |%9.2f |%9.3f |%9.2f |%9.3f |%9.2f |\n", r.pp,
-                r.tg, r.pl, r.n_kv, r.t_pp, s_pp, r.t_tg, s_tg, t, s);
+    std::printf("|%6u |%7u |%5u |%7" PRIu64
+                " |%9.3f |%9.2f |%9.3f |%9.2f |%9.3f |%9.2f |%6.3f |%6.3f |\n",
+                r.pp, r.tg, r.pl, r.n_kv, r.t_pp, s_pp, r.t_tg, s_tg, t, s, f_pp, f_tg);
   } else {
     std::printf(
         "{\"memory\": \"%s\", \"kv\": \"%s\", \"n_kv_max\": %u, \"n_batch\": %u, \"n_ubatch\": "
         "%u, \"n_threads\": %d, \"pp\": %u, \"tg\": %u, \"pl\": %u, \"n_kv\": %" PRIu64
         ", \"t_pp\": %f, \"speed_pp\": %f, \"t_tg\": %f, \"speed_tg\": %f, \"t\": %f, \"speed\": "
-        "%f}\n",
+        "%f, \"bytes_pp\": %.0f, \"flops_pp\": %.0f, \"roof_pp\": %f, \"frac_pp\": %f, "
+        "\"bytes_tg\": %.0f, \"flops_tg\": %.0f, \"roof_tg\": %f, \"frac_tg\": %f, "
+        "\"regions_per_tg_step\": %.2f, \"team_jobs_per_tg_step\": %.2f}\n",
         o.rt.memory.c_str(), o.rt.kv.c_str(), n_ctx, o.rt.n_batch, o.rt.n_ubatch,
         o.rt.threads > 0 ? o.rt.threads : default_thread_count(), r.pp, r.tg, r.pl, r.n_kv, r.t_pp,
-        s_pp, r.t_tg, s_tg, t, s);
+        s_pp, r.t_tg, s_tg, t, s, r.roof_pp.bytes, r.roof_pp.flops, r.roof_pp.seconds, f_pp,
+        r.roof_tg.bytes, r.roof_tg.flops, r.roof_tg.seconds, f_tg, r.regions_tg, r.team_jobs_tg);
   }
   std::fflush(stdout);
 }
@@ -131,7 +164,7 @@ void print_row(const options& o, std::uint32_t n_ctx, const row& r) {
 /// Runs every (pp, tg, pl) case through one context.
 template <class Context>
 status run_cases(Context& ctx, const options& o, seq_id n_seq, std::uint32_t n_ctx,
-                 std::uint32_t n_vocab) {
+                 std::uint32_t n_vocab, const roofline_inputs& roof) {
   const std::uint32_t per_seq =
       o.rt.memory == "split" ? n_ctx / static_cast<std::uint32_t>(n_seq) : n_ctx;
   splitmix64 rng{2026};
@@ -159,6 +192,9 @@ status run_cases(Context& ctx, const options& o, seq_id n_seq, std::uint32_t n_c
         }
         ctx.clear();
         // Prompts: position-major, as llama-batched-bench adds them.
+        // (the roofline of each batch is added up inside the timing: microseconds against
+        // the milliseconds of a decode)
+        mnemo_examples::roofline_cost roof_pp, roof_tg;
         const auto t0 = clock_type::now();
         b.clear();
         for (std::uint32_t i = 0; i < pp; ++i)
@@ -167,23 +203,34 @@ status run_cases(Context& ctx, const options& o, seq_id n_seq, std::uint32_t n_c
             b.add(static_cast<token_id>(rng.next() % n_vocab), static_cast<pos_t>(i), {s},
                   i + 1 == pp);
             if (b.size() == o.rt.n_batch) {
+              add_to(roof_pp, roof.cost(b));
               MNEMO_RETURN_IF_ERROR(ctx.decode(b));
               b.clear();
             }
           }
-        if (!b.empty()) MNEMO_RETURN_IF_ERROR(ctx.decode(b));
+        if (!b.empty()) {
+          add_to(roof_pp, roof.cost(b));
+          MNEMO_RETURN_IF_ERROR(ctx.decode(b));
+        }
         const double t_pp = seconds_since(t0);
 
+        const parallel_counts sync0 = parallel_stats();
         const auto t1 = clock_type::now();
         for (std::uint32_t step = 0; step < tg; ++step) {
           b.clear();
           for (std::uint32_t j = 0; j < pl; ++j)
             b.add(static_cast<token_id>((7 + 31 * step + j) % n_vocab),
                   static_cast<pos_t>(pp + step), {static_cast<seq_id>(j)}, true);
+          add_to(roof_tg, roof.cost(b));
           MNEMO_RETURN_IF_ERROR(ctx.decode(b));
         }
         const double t_tg = seconds_since(t1);
-        print_row(o, n_ctx, {pp, tg, pl, n_kv, t_pp, t_tg});
+        const parallel_counts sync1 = parallel_stats();
+        const double steps = tg > 0 ? tg : 1;
+        print_row(o, n_ctx,
+                  {pp, tg, pl, n_kv, t_pp, t_tg, roof_pp, roof_tg,
+                   static_cast<double>(sync1.regions - sync0.regions) / steps,
+                   static_cast<double>(sync1.team_jobs - sync0.team_jobs) / steps});
       }
   return {};
 }
@@ -224,6 +271,33 @@ status with_template_context(const model::attention_decoder& m, const options& o
   return make_status(status_code::invalid_argument, "unknown K/V type");
 }
 
+/// The roofline inputs of the model at `path` with K/V stored as o.rt.kv, on `threads`
+/// threads. The file is mapped once more for its sizes only (no weights are read).
+result<roofline_inputs> roofline_inputs_of(const options& o, int threads) {
+  MNEMO_ASSIGN_OR_RETURN(const gguf::file f, gguf::file::open(o.model));
+  MNEMO_ASSIGN_OR_RETURN(const std::string_view arch, f.get_string("general.architecture"));
+  const model::decoder_recipe* recipe = model::find_recipe(arch);
+  if (recipe == nullptr)
+    return make_status(status_code::unsupported, "%s: '%.*s' is not an attention architecture",
+                       o.model.c_str(), static_cast<int>(arch.size()), arch.data());
+  MNEMO_ASSIGN_OR_RETURN(const model::decoder_hparams hp, model::read_decoder_hparams(f, *recipe));
+  MNEMO_ASSIGN_OR_RETURN(const kv_type kv, parse_kv_type(o.rt.kv));
+  dtype::element_type e = dtype::element_type::f16;
+  switch (kv) {
+    case kv_type::f32: e = dtype::element_type::f32; break;
+    case kv_type::f16: e = dtype::element_type::f16; break;
+    case kv_type::bf16: e = dtype::element_type::bf16; break;
+    case kv_type::q8_0: e = dtype::element_type::q8_0; break;
+    case kv_type::q4_0: e = dtype::element_type::q4_0; break;
+  }
+  roofline_inputs r;
+  MNEMO_ASSIGN_OR_RETURN(r.model, mnemo_examples::roofline_model_of(f, hp, e));
+  r.read_gbps = mnemo_bench::read_gbps_for(threads);
+  r.fma_gflops = mnemo_bench::fma_gflops_for(threads);
+  r.n_ubatch = std::min(o.rt.n_ubatch, o.rt.n_batch);
+  return r;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -237,29 +311,42 @@ int main(int argc, char** argv) {
   std::uint32_t n_ctx = o.rt.n_ctx;
   if (n_ctx == 0) n_ctx = (max_pl * max_len + 255) / 256 * 256;
   const int threads = o.rt.threads > 0 ? o.rt.threads : default_thread_count();
+  // The machine's limits first, before the model is paged in and nothing else runs.
+  const mnemo_bench::machine_limits_t& limits = mnemo_bench::machine_limits();
+  const result<roofline_inputs> roof = roofline_inputs_of(o, threads);
+  if (!roof.is_ok()) {
+    std::fprintf(stderr, "batched_bench: %s\n", roof.error().to_string().c_str());
+    return 1;
+  }
 
   if (o.format == "md") {
     std::printf(
         "batched_bench: n_kv_max = %u, n_batch = %u, n_ubatch = %u, memory = %s, kv = %s, "
-        "n_threads = %d, isa = %s, prefetch = %s\n\n",
+        "n_threads = %d, isa = %s, prefetch = %s\n",
         n_ctx, o.rt.n_batch, o.rt.n_ubatch, o.rt.memory.c_str(), o.rt.kv.c_str(), threads,
         simd::native::name.data(), mnemo_examples::prefetch_target_name());
     std::printf(
+        "roofline: read %.1f GB/s, FMA %.1f GFLOP/s for %d threads (%s); F_PP, F_TG = the "
+        "phase's time at those limits / its measured time\n\n",
+        roof->read_gbps, roof->fma_gflops, threads,
+        limits.read_from_env && limits.fma_from_env ? "MNEMO_READ_GBPS, MNEMO_FMA_GFLOPS"
+                                                    : "measured at start");
+    std::printf(
         "|    PP |     TG |    B |   N_KV |   T_PP s | S_PP t/s |   T_TG s | S_TG t/s |      T s "
-        "|    S t/s |\n"
+        "|    S t/s |  F_PP |  F_TG |\n"
         "|-------|--------|------|--------|----------|----------|----------|----------|----------"
-        "|----------|\n");
+        "|----------|-------|-------|\n");
   }
   const auto n_seq = static_cast<seq_id>(max_pl);
   status st;
   if (o.api == "template") {
     auto m = model::open_attention_decoder(o.model, mnemo_examples::file_access(o.rt));
     st = !m.is_ok() ? m.error() : with_template_context(*m, o, n_seq, n_ctx, [&](auto& ctx) {
-      return run_cases(ctx, o, n_seq, n_ctx, m->n_vocab());
+      return run_cases(ctx, o, n_seq, n_ctx, m->n_vocab(), *roof);
     });
   } else {
     auto e = engine::open(o.model, mnemo_examples::engine_options_of(o.rt, n_seq, n_ctx));
-    st = e.is_ok() ? run_cases(*e, o, n_seq, n_ctx, e->n_vocab()) : e.error();
+    st = e.is_ok() ? run_cases(*e, o, n_seq, n_ctx, e->n_vocab(), *roof) : e.error();
   }
   if (!st) {
     std::fprintf(stderr, "batched_bench: %s\n", st.to_string().c_str());

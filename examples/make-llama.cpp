@@ -8,7 +8,9 @@
 //
 // TYPE is any weight type mnemo computes with: f32, f16, bf16, q8_0, q4_0, q4_1, q5_0,
 // q5_1, q2_K, q3_K, q4_K, q5_K or q6_K (the k-quants need n_embd and n_ff multiples of
-// 256; mnemo's reference quantisers, dtype/weight_encode.hpp, write them).
+// 256; mnemo's reference quantisers, dtype/weight_encode.hpp, write them), or one of
+// llama-quantize's mixtures q3_K_M, q4_K_M, q5_K_M: each tensor the type llama-quantize
+// gives it (common/quant_mix.hpp; Q4_K_M keeps output and some attn_v, ffn_down in q6_K).
 //
 // The defaults are the ~155M-parameter model of docs/performance.md (d_model 1024,
 // 8 layers, 16 heads, 4 KV heads, ff 2816, vocab 32000, f16 weights).
@@ -27,7 +29,8 @@ int usage() {
       "usage: make-llama OUT.gguf [--arch llama|llama3|qwen2|qwen3|phi3|gemma2] [--n-vocab N]\n"
       "       [--n-embd N] [--n-layer N] [--n-head N]\n"
       "       [--n-head-kv N] [--n-ff N] [--n-ctx N] [--swa N]\n"
-      "       [--type f32|f16|bf16|q8_0|q4_0|q4_1|q5_0|q5_1|q2_K|q3_K|q4_K|q5_K|q6_K]\n"
+      "       [--type f32|f16|bf16|q8_0|q4_0|q4_1|q5_0|q5_1|q2_K|q3_K|q4_K|q5_K|q6_K\n"
+      "               |q3_K_M|q4_K_M|q5_K_M]\n"
       "       [--tied] [--seed S] [--vocab-from F]\n");
   return 2;
 }
@@ -63,7 +66,8 @@ int main(int argc, char** argv) {
     const unsigned long long n = std::strtoull(v, &end, 10);
     const bool numeric = end != v && *end == '\0' && n <= 0xffffffffull;
     if (a == "--type") {
-      if (!parse_type(v, c.weight_type)) return usage();
+      c.mix = mnemo_examples::parse_quant_mix(v);
+      if (!c.mix && !parse_type(v, c.weight_type)) return usage();
     } else if (a == "--vocab-from") {
       c.vocab_from = v;
     } else if (a == "--arch") {

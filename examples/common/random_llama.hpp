@@ -6,7 +6,8 @@
 // converted files carry it, a rope_freqs tensor and freq_base 500000), for speed
 // comparisons between them. Weights are N(0, sigma^2) with sigma = 1/sqrt(fan_in)
 // (embedding sigma 1, norms 1 + N(0, 0.01)), as in the test fixtures, so activations
-// keep unit scale.
+// keep unit scale. `mix` writes each matrix in the type llama-quantize's Q3_K_M, Q4_K_M
+// or Q5_K_M gives it (quant_mix.hpp) instead of one `weight_type` for all.
 //
 // The vocabulary is copied from another GGUF (tokenizer.ggml.* keys) when one is
 // given, else a byte vocabulary is made up: <unk> <s> </s>, the 256 byte tokens
@@ -16,8 +17,11 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
+
+#include "common/quant_mix.hpp"
 
 #include "mnemo/base/rng.hpp"
 #include "mnemo/dtype/element_type.hpp"
@@ -42,6 +46,7 @@ struct random_llama_config {
   float rope_base = 10000.0f;
   float rms_eps = 1e-5f;
   mnemo::dtype::element_type weight_type = mnemo::dtype::element_type::f16;
+  std::optional<quant_mix> mix;  // set: llama-quantize's types per tensor, not weight_type
   bool tied_output = false;
   std::uint64_t seed = 1;
   std::string vocab_from;  // a GGUF whose tokenizer.ggml.* keys are copied, or empty
@@ -142,12 +147,13 @@ inline mnemo::status write_random_llama(const random_llama_config& c, const std:
                        "random llama: n_head (%u) must be a multiple of n_head_kv (%u) and divide "
                        "n_embd (%u)",
                        c.n_head, c.n_head_kv, c.n_embd);
-  const std::size_t bs = dt::block_size(c.weight_type);
-  if (!dt::is_valid(c.weight_type) || c.n_embd % bs != 0 || c.n_ff % bs != 0)
+  const dt::element_type base = c.mix ? quant_mix_base(*c.mix) : c.weight_type;
+  const std::size_t bs = dt::block_size(base);  // every type of a mix has blocks of 256
+  if (!dt::is_valid(base) || c.n_embd % bs != 0 || c.n_ff % bs != 0)
     return make_status(status_code::invalid_argument,
                        "random llama: n_embd (%u) and n_ff (%u) must be multiples of the %s block "
                        "(%zu)",
-                       c.n_embd, c.n_ff, std::string(dt::to_string(c.weight_type)).c_str(), bs);
+                       c.n_embd, c.n_ff, std::string(dt::to_string(base)).c_str(), bs);
   if (c.n_vocab < 259 && c.vocab_from.empty())
     return make_status(status_code::invalid_argument,
                        "random llama: the made-up byte vocabulary needs n_vocab >= 259");
@@ -175,6 +181,7 @@ inline mnemo::status write_random_llama(const random_llama_config& c, const std:
   w.add<std::uint32_t>(k + "rope.dimension_count", head_dim);
   w.add<float>(k + "rope.freq_base", rope_base);
   w.add<std::uint32_t>(k + "vocab_size", c.n_vocab);
+  if (c.mix) w.add<std::uint32_t>("general.file_type", quant_mix_file_type(*c.mix));
   if (c.sliding_window > 0) w.add<std::uint32_t>(k + "attention.sliding_window", c.sliding_window);
   if (c.vocab_from.empty()) {
     detail::byte_vocab(c.n_vocab, w);
@@ -183,11 +190,14 @@ inline mnemo::status write_random_llama(const random_llama_config& c, const std:
   }
 
   mnemo::splitmix64 g{c.seed};
-  const std::uint32_t t = dt::ggml_type_id(c.weight_type);
-  const auto mat = [&](const std::string& name, std::uint32_t n_in, std::uint32_t n_out,
-                       float sigma) {
-    w.add_tensor(name, {n_in, n_out}, t,
-                 detail::random_matrix(g, n_in, n_out, sigma, c.weight_type));
+  const bool tied = c.tied_output || a == "gemma2";  // gemma2 has no output.weight
+  std::uint32_t layer = 0;
+  const auto mat = [&](const std::string& name, tensor_role role, std::uint32_t n_in,
+                       std::uint32_t n_out, float sigma) {
+    const dt::element_type t =
+        c.mix ? quant_mix_type(*c.mix, role, layer, c.n_layer, tied) : c.weight_type;
+    w.add_tensor(name, {n_in, n_out}, dt::ggml_type_id(t),
+                 detail::random_matrix(g, n_in, n_out, sigma, t));
   };
   const auto norm = [&](const std::string& name, std::uint32_t n) {
     const auto v = detail::random_norm(g, n);
@@ -195,7 +205,6 @@ inline mnemo::status write_random_llama(const random_llama_config& c, const std:
   };
   const float s_embd = 1.0f / std::sqrt(static_cast<float>(c.n_embd));
   const float s_ff = 1.0f / std::sqrt(static_cast<float>(c.n_ff));
-  const bool tied = c.tied_output || a == "gemma2";  // gemma2 has no output.weight
   const auto bias = [&](const std::string& name, std::uint32_t n) {
     std::vector<float> v(n);
     for (float& x : v) x = 0.1f * g.normal();
@@ -205,16 +214,16 @@ inline mnemo::status write_random_llama(const random_llama_config& c, const std:
     w.add_tensor_f32(
         "rope_freqs.weight", {head_dim / 2},
         mnemo::model::llama3_rope_factors(head_dim, rope_base, 8.0f, 1.0f, 4.0f, 8192.0f));
-  mat("token_embd.weight", c.n_embd, c.n_vocab, 1.0f);
-  for (std::uint32_t l = 0; l < c.n_layer; ++l) {
-    const std::string p = "blk." + std::to_string(l) + ".";
+  mat("token_embd.weight", tensor_role::token_embd, c.n_embd, c.n_vocab, 1.0f);
+  for (; layer < c.n_layer; ++layer) {
+    const std::string p = "blk." + std::to_string(layer) + ".";
     norm(p + "attn_norm.weight", c.n_embd);
     if (a == "phi3") {
-      mat(p + "attn_qkv.weight", c.n_embd, c.n_embd + 2 * n_embd_kv, s_embd);
+      mat(p + "attn_qkv.weight", tensor_role::attn_qkv, c.n_embd, c.n_embd + 2 * n_embd_kv, s_embd);
     } else {
-      mat(p + "attn_q.weight", c.n_embd, c.n_embd, s_embd);
-      mat(p + "attn_k.weight", c.n_embd, n_embd_kv, s_embd);
-      mat(p + "attn_v.weight", c.n_embd, n_embd_kv, s_embd);
+      mat(p + "attn_q.weight", tensor_role::attn_q, c.n_embd, c.n_embd, s_embd);
+      mat(p + "attn_k.weight", tensor_role::attn_k, c.n_embd, n_embd_kv, s_embd);
+      mat(p + "attn_v.weight", tensor_role::attn_v, c.n_embd, n_embd_kv, s_embd);
     }
     if (a == "qwen2") {
       bias(p + "attn_q.bias", c.n_embd);
@@ -225,22 +234,22 @@ inline mnemo::status write_random_llama(const random_llama_config& c, const std:
       norm(p + "attn_q_norm.weight", head_dim);
       norm(p + "attn_k_norm.weight", head_dim);
     }
-    mat(p + "attn_output.weight", c.n_embd, c.n_embd, s_embd);
+    mat(p + "attn_output.weight", tensor_role::attn_output, c.n_embd, c.n_embd, s_embd);
     norm(p + "ffn_norm.weight", c.n_embd);
     if (a == "phi3") {
-      mat(p + "ffn_up.weight", c.n_embd, 2 * c.n_ff, s_embd);
+      mat(p + "ffn_up.weight", tensor_role::ffn_up, c.n_embd, 2 * c.n_ff, s_embd);
     } else {
-      mat(p + "ffn_gate.weight", c.n_embd, c.n_ff, s_embd);
-      mat(p + "ffn_up.weight", c.n_embd, c.n_ff, s_embd);
+      mat(p + "ffn_gate.weight", tensor_role::ffn_gate, c.n_embd, c.n_ff, s_embd);
+      mat(p + "ffn_up.weight", tensor_role::ffn_up, c.n_embd, c.n_ff, s_embd);
     }
-    mat(p + "ffn_down.weight", c.n_ff, c.n_embd, s_ff);
+    mat(p + "ffn_down.weight", tensor_role::ffn_down, c.n_ff, c.n_embd, s_ff);
     if (a == "gemma2") {
       norm(p + "post_attention_norm.weight", c.n_embd);
       norm(p + "post_ffw_norm.weight", c.n_embd);
     }
   }
   norm("output_norm.weight", c.n_embd);
-  if (!tied) mat("output.weight", c.n_embd, c.n_vocab, s_embd);
+  if (!tied) mat("output.weight", tensor_role::output, c.n_embd, c.n_vocab, s_embd);
   return w.write(path);
 }
 

@@ -2,7 +2,8 @@
 // (before each micro-batch, between layers) leaves the memory byte for byte as before
 // and the decode then succeeds with the logits of a context never aborted; progress
 // reports every micro-batch of a long batch; the log sink hears about failures; the
-// thread counts resolve as documented (0: physical cores, batch = generation).
+// thread counts resolve as documented (0: physical cores, batch = generation); a
+// micro-batch opens one parallel region.
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -185,6 +186,23 @@ TEST(ContextThreads, LogitsDoNotDependOnThreadCounts) {
     for (std::size_t i = 0; i < la.size(); ++i)
       ASSERT_NEAR(la[i], lb[i], 1e-5f * (1 + std::fabs(la[i]))) << "element " << i;
   }
+}
+
+TEST(ContextThreads, OneParallelRegionPerMicroBatch) {
+  // The decoder runs each micro-batch in one team (run_team): its products and
+  // attention share that region's threads instead of opening one each.
+  context_params p = params(4);
+  p.n_threads = p.n_threads_batch = 2;
+  auto c = make_ctx(p);
+  const parallel_counts before = parallel_stats();
+  ASSERT_TRUE(c.decode(seq_batch(9, 0, 0, 6)));  // micro-batches of 4, 4 and 1 tokens
+  const parallel_counts after = parallel_stats();
+#if MNEMO_HAS_OPENMP
+  EXPECT_EQ(after.regions - before.regions, 3u);
+  EXPECT_GT(after.team_jobs - before.team_jobs, 0u);  // the GLU of 4 tokens at least
+#else
+  EXPECT_EQ(after.regions, before.regions);
+#endif
 }
 
 }  // namespace

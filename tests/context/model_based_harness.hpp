@@ -68,7 +68,7 @@ status state_read(faulty<M>& m, std::span<const std::uint8_t> data, seq_id dest)
 inline constexpr seq_id k_seqs = 4;
 inline constexpr std::size_t k_max_len = 40;       // tokens per sequence before it is cleared
 inline constexpr std::uint32_t k_ubatch = 6;       // small: most decodes span micro-batches
-inline constexpr std::size_t k_header_bytes = 72;  // a state file's header (state_format.hpp)
+inline constexpr std::size_t k_header_bytes = 80;  // a state file's header (state_format.hpp)
 
 /// Each sequence's tokens and the position of its first one.
 struct history {

@@ -27,10 +27,12 @@
 #include "mnemo/evict/last_recent.hpp"
 #include "mnemo/evict/oracle.hpp"
 #include "mnemo/evict/q_hitter.hpp"
+#include "mnemo/evict/quest_reads.hpp"
 #include "mnemo/evict/random_evict.hpp"
 #include "mnemo/evict/scissorhands.hpp"
 #include "mnemo/evict/snapkv.hpp"
 #include "mnemo/evict/streaming_llm.hpp"
+#include "mnemo/evict/think_keys.hpp"
 #include "mnemo/evict/tova.hpp"
 #include "mnemo/memory/full/full_cache.hpp"
 #include "mnemo/model/llama.hpp"
@@ -89,10 +91,11 @@ void for_each_new_policy(std::size_t h, std::size_t d, F&& f) {
 }
 
 /// KeyDiff, Q-Hitter and Expected Attention (`rope`: how the cache's keys and the
-/// queries were rotated, which Expected Attention undoes and averages).
+/// queries were rotated, which Expected Attention undoes and averages; `group`: query
+/// heads per KV head).
 template <class F>
-void for_each_score_policy(std::size_t h, std::size_t d, const attention::rope_config& rope,
-                           F&& f) {
+void for_each_score_policy(std::size_t h, std::size_t group, std::size_t d,
+                           const attention::rope_config& rope, F&& f) {
   evict::key_diff kd;
   kd.evict_chunk = 8;
   f("key-diff", kd);
@@ -105,6 +108,7 @@ void for_each_score_policy(std::size_t h, std::size_t d, const attention::rope_c
   ea.window = 8;
   ea.recent = 8;
   ea.n_head_kv = h;
+  ea.group = group;
   ea.d_v = d;
   ea.rope = rope;
   f("expected-attention", ea);
@@ -150,7 +154,7 @@ TEST(EvictQuality, SyntheticErrorAndNeedle) {
   for_each_new_policy(1, 32, rows);
   attention::rope_config none;
   none.layout = attention::rope_layout::none;  // the synthetic keys are not rotated
-  for_each_score_policy(1, 32, none, rows);
+  for_each_score_policy(1, 2, 32, none, rows);
 }
 
 struct llama_fixture {
@@ -275,8 +279,8 @@ TEST(EvictQuality, RandomLlamaKLFallsWithBudget) {
     EXPECT_EQ(rows(name, policy, memory::kv_granularity::per_layer).back(), 0.0) << name;
   });
   for_each_score_policy(
-      M.hparams().n_head_kv, M.hparams().d_k, M.hparams().rope(),
-      [&](const char* name, auto policy) {
+      M.hparams().n_head_kv, M.hparams().n_head / M.hparams().n_head_kv, M.hparams().d_k,
+      M.hparams().rope(), [&](const char* name, auto policy) {
         EXPECT_EQ(rows(name, policy, memory::kv_granularity::per_layer).back(), 0.0) << name;
       });
   // Per-KV-head lanes for the policies that score per head .
@@ -285,6 +289,36 @@ TEST(EvictQuality, RandomLlamaKLFallsWithBudget) {
   rows("tova per head", evict::tova{}, head);
   rows("snapkv per head", snap_p(), head);
   rows("key-norm per head", knorm_p(M.hparams().n_head_kv, M.hparams().d_k), head);
+
+  // Quest and ThinK through the decoder hold every token (budget = context): Quest reads
+  // `budget` cells per decode row (pages of 4), ThinK keeps the fraction budget /
+  // context of each KV head's channel pairs (window: the last 8 prefill rows).
+  auto read_rows = [&](const char* name, auto policy_for) {
+    std::vector<double> kl;
+    for (std::size_t b : budgets) {
+      llama_quality q;
+      kl.push_back(mean_kl(ctx_len, policy_for(b), n_prompt, n_decode,
+                           memory::kv_granularity::per_layer, &q));
+      std::printf("| %s | %zu | %.5f | %.2f | %zu |\n", name, b, kl.back(), q.top1,
+                  q.first_divergence);
+    }
+    EXPECT_LE(kl.back(), 1e-9) << name << ": reading everything must give the full cache's logits";
+    EXPECT_GT(kl.front(), kl[2]) << name << ": KL must fall from budget " << budgets.front()
+                                 << " to " << budgets[2];
+    EXPECT_GT(kl[2], 0.0) << name;
+  };
+  read_rows("quest (page 4)", [](std::size_t b) {
+    evict::quest_reads<> p;
+    p.page_size = 4;
+    p.top_pages = std::max<std::size_t>(1, b / 4);
+    return p;
+  });
+  read_rows("think", [&](std::size_t b) {
+    evict::think_keys<> p;
+    p.prune_ratio = 1.0 - static_cast<double>(b) / static_cast<double>(ctx_len);
+    p.window = 8;
+    return p;
+  });
 }
 
 // AdaKV (ragged per-head budgets in a shared pool) around per-head scorers; budget

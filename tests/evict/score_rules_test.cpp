@@ -123,67 +123,140 @@ TEST(EvictScoreRules, QHitterMassAndQuantisationError) {
   }
 }
 
-TEST(EvictScoreRules, ExpectedAttentionQueryStatistics) {
+/// Pair c of x (normal layout: channels 2c, 2c + 1) rotated by the angle a(c).
+template <class Angle>
+std::vector<double> rotated(std::vector<double> x, Angle a) {
+  for (std::size_t c = 0; c < x.size() / 2; ++c) {
+    const double t = a(c), x0 = x[2 * c], x1 = x[2 * c + 1];
+    x[2 * c] = std::cos(t) * x0 - std::sin(t) * x1;
+    x[2 * c + 1] = std::sin(t) * x0 + std::cos(t) * x1;
+  }
+  return x;
+}
+
+/// Expected Attention against the fp64 model, without RoPE or with RoPE (normal
+/// layout, base 10000) on the given queries and keys.
+void expected_attention_rule(bool with_rope) {
   const synthetic s = data(100, 13);
-  const std::size_t d = s.d, H = s.n_head, Hk = s.n_head_kv, g = H / Hk, window = 6;
+  const std::size_t d = s.d, H = s.n_head, Hk = s.n_head_kv, g = H / Hk, window = 6, every = 8;
+  const std::size_t n_future = 7;
   ev::expected_attention p;
   p.window = window;
+  p.n_future = n_future;
   p.n_sink = 0;
   p.recent = 3;
   p.epsilon = 0.01f;
   p.n_head_kv = Hk;
   p.d_v = d;
-  p.rope.layout = mnemo::attention::rope_layout::none;  // as the model's cache here
-  ref_rule r;
-  r.recent = 3;
-  r.rows = [&](std::size_t n) { return n > 1 ? window : 0; };
-  r.insert = [&](cell& c, const synthetic& sy) {
-    double vn = 0.0;
-    for (std::size_t h = 0; h < Hk; ++h) {
-      double q = 0.0;
-      for (std::size_t i = 0; i < d; ++i) {
-        const double x = sy.v[(static_cast<std::size_t>(c.pos) * Hk + h) * d + i];
-        q += x * x;
-      }
-      vn += std::sqrt(q);
-    }
-    c.st = {0.0, vn / double(Hk)};
+  p.group = g;
+  p.rescore_every = every;
+  p.rope.layout =
+      with_rope ? mnemo::attention::rope_layout::normal : mnemo::attention::rope_layout::none;
+  p.rope.n_rot = d;
+  p.rope.freq_base = 10000.0f;
+  auto freq = [&](std::size_t c) {
+    return with_rope ? std::pow(10000.0, -2.0 * double(c) / double(d)) : 0.0;
   };
-  // Per query head: mean and covariance of the window's queries; z = k.mu / sqrt(d) +
-  // k^T Sigma k / (2d); softmax over the cells, averaged over heads; times ||v||.
-  r.observe = [&](std::vector<cell>& cs, const call_view& cv) {
-    std::vector<double> avg(cs.size(), 0.0);
-    const std::size_t w = cv.row_pos.size();
-    for (std::size_t qh = 0; qh < H; ++qh) {
-      std::vector<double> mu(d, 0.0);
-      for (pos_t row : cv.row_pos)
-        for (std::size_t e = 0; e < d; ++e)
-          mu[e] += s.q[(static_cast<std::size_t>(row) * H + qh) * d + e] / double(w);
-      std::vector<std::vector<double>> cov(d, std::vector<double>(d, 0.0));
-      for (pos_t row : cv.row_pos)
-        for (std::size_t a = 0; a < d; ++a)
-          for (std::size_t b = 0; b < d; ++b)
-            cov[a][b] += (s.q[(static_cast<std::size_t>(row) * H + qh) * d + a] - mu[a]) *
-                         (s.q[(static_cast<std::size_t>(row) * H + qh) * d + b] - mu[b]) /
-                         double(w);
-      std::vector<double> z(cs.size());
-      double mx = -INFINITY, tot = 0.0;
-      for (std::size_t c = 0; c < cs.size(); ++c) {
-        const float* k = key_of(s, cs[c].pos, qh / g);
-        double m = 0.0, quad = 0.0;
-        for (std::size_t a = 0; a < d; ++a) {
-          m += k[a] * mu[a];
-          for (std::size_t b = 0; b < d; ++b) quad += k[a] * cov[a][b] * k[b];
+  for (std::size_t b : {5u, 24u}) {
+    std::vector<pos_t> ring;     // the window's rows
+    std::vector<double> lse(H);  // per query head, at the last full rescore
+    std::size_t since = 0;
+    bool scored = false;
+    ref_rule r;
+    r.recent = 3;
+    r.rows = [&](std::size_t) { return window; };
+    r.insert = [&](cell& c, const synthetic& sy) {
+      double vn = 0.0;
+      for (std::size_t h = 0; h < Hk; ++h) {
+        double q = 0.0;
+        for (std::size_t i = 0; i < d; ++i) {
+          const double x = sy.v[(static_cast<std::size_t>(c.pos) * Hk + h) * d + i];
+          q += x * x;
         }
-        mx = std::max(mx, z[c] = m / std::sqrt(double(d)) + quad / (2.0 * double(d)));
+        vn += std::sqrt(q);
       }
-      for (double x : z) tot += std::exp(x - mx);
-      for (std::size_t c = 0; c < cs.size(); ++c) avg[c] += std::exp(z[c] - mx) / tot / double(H);
-    }
-    for (std::size_t c = 0; c < cs.size(); ++c) cs[c].st[0] = (avg[c] + 0.01) * cs[c].st[1];
-  };
-  r.score = [](const cell& c, pos_t) { return c.st[0]; };
-  for (std::size_t b : {5u, 24u}) compare(s, r, p, b, 60, 12, "expected_attention");
+      c.st = {0.0, vn / double(Hk)};
+    };
+    // Per query head: mean mu and covariance Sigma of the window's pre-RoPE queries;
+    // Rbar the mean of the rotations by T + 1 .. T + n_future; z = k.(Rbar mu) / sqrt(d)
+    // + k^T Rbar Sigma Rbar^T k / (2d); exp(z - L) averaged over heads, L the
+    // log-sum-exp of z over the cells at the last full rescore; (that + epsilon) x ||v||.
+    r.observe = [&](std::vector<cell>& cs, const call_view& cv) {
+      for (pos_t row : cv.row_pos) ring.push_back(row);
+      if (ring.size() > window)
+        ring.erase(ring.begin(), ring.end() - static_cast<std::ptrdiff_t>(window));
+      ++since;
+      const bool prefill = cv.row_pos.size() > 1;  // a chunk gives min(window, n) > 1 rows
+      const bool all = prefill || !scored || since >= every;
+      const std::size_t w = ring.size();
+      const double T = double(cv.pos_end) - 1.0;
+      // Rbar^T k = mean over tau of R(-(T + tau)) k.
+      auto rbar_t = [&](const std::vector<double>& k) {
+        std::vector<double> acc(d, 0.0);
+        for (std::size_t tau = 1; tau <= n_future; ++tau) {
+          const auto x = rotated(k, [&](std::size_t c) { return -(T + double(tau)) * freq(c); });
+          for (std::size_t e = 0; e < d; ++e) acc[e] += x[e] / double(n_future);
+        }
+        return acc;
+      };
+      std::vector<std::vector<double>> z(H, std::vector<double>(cs.size(), 0.0));
+      auto now = [&](const cell& c) { return all || c.pos == cv.pos_end - 1; };
+      for (std::size_t qh = 0; qh < H; ++qh) {
+        std::vector<std::vector<double>> q;  // the window's pre-RoPE rows
+        for (pos_t row : ring) {
+          std::vector<double> x(d);
+          for (std::size_t e = 0; e < d; ++e)
+            x[e] = s.q[(static_cast<std::size_t>(row) * H + qh) * d + e];
+          q.push_back(rotated(x, [&](std::size_t c) { return -double(row) * freq(c); }));
+        }
+        std::vector<double> mu(d, 0.0);
+        for (const auto& x : q)
+          for (std::size_t e = 0; e < d; ++e) mu[e] += x[e] / double(w);
+        std::vector<std::vector<double>> cov(d, std::vector<double>(d, 0.0));
+        for (const auto& x : q)
+          for (std::size_t a = 0; a < d; ++a)
+            for (std::size_t b2 = 0; b2 < d; ++b2)
+              cov[a][b2] += (x[a] - mu[a]) * (x[b2] - mu[b2]) / double(w);
+        for (std::size_t c = 0; c < cs.size(); ++c) {
+          if (!now(cs[c])) continue;
+          const float* kf = key_of(s, cs[c].pos, qh / g);
+          const std::vector<double> k = rbar_t(std::vector<double>(kf, kf + d));
+          double m = 0.0, quad = 0.0;
+          for (std::size_t a = 0; a < d; ++a) {
+            m += k[a] * mu[a];
+            for (std::size_t b2 = 0; b2 < d; ++b2) quad += k[a] * cov[a][b2] * k[b2];
+          }
+          z[qh][c] = m / std::sqrt(double(d)) + quad / (2.0 * double(d));
+        }
+        if (all) {
+          double mx = -INFINITY, tot = 0.0;
+          for (double x : z[qh]) mx = std::max(mx, x);
+          for (double x : z[qh]) tot += std::exp(x - mx);
+          lse[qh] = mx + std::log(tot);
+        }
+      }
+      for (std::size_t c = 0; c < cs.size(); ++c) {
+        if (!now(cs[c])) continue;
+        double a = 0.0;
+        for (std::size_t qh = 0; qh < H; ++qh) a += std::exp(z[qh][c] - lse[qh]) / double(H);
+        cs[c].st[0] = (a + 0.01) * cs[c].st[1];
+      }
+      if (all) {
+        scored = true;
+        since = 0;
+      }
+    };
+    r.score = [](const cell& c, pos_t) { return c.st[0]; };
+    compare(s, r, p, b, 60, 12, with_rope ? "expected_attention (rope)" : "expected_attention");
+  }
+}
+
+// The window is the last `window` query rows of every call (prefill and decode); a
+// prefill chunk, the first scoring and every rescore_every-th decode step rescore
+// every cell and keep each head's log-sum-exp L; other decode steps score the new
+// token against L.
+TEST(EvictScoreRules, ExpectedAttentionQueryStatistics) {
+  for (bool with_rope : {false, true}) expected_attention_rule(with_rope);
 }
 
 TEST(EvictScoreRules, ExpectedAttentionMeanRotationIsTheAverageOfRotations) {

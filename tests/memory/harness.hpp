@@ -430,10 +430,11 @@ struct raw_header {
   std::uint32_t n_rot;
   float freq_base, freq_scale;
   std::uint32_t n_stream;
-  std::uint64_t payload_bytes, checksum;
+  std::uint64_t rope_detail, payload_bytes, checksum;
 };
-inline constexpr std::size_t k_header_bytes = 72;
-inline constexpr std::size_t k_checksum_offset = 64;
+inline constexpr std::size_t k_header_bytes = 80;
+inline constexpr std::size_t k_length_offset = 64;
+inline constexpr std::size_t k_checksum_offset = 72;
 
 template <class T>
 T read_at(const std::vector<std::uint8_t>& b, std::size_t off) {
@@ -450,7 +451,8 @@ void write_at(std::vector<std::uint8_t>& b, std::size_t off, T v) {
 // The documented offsets happen to be the natural layout: no padding anywhere.
 static_assert(offsetof(raw_header, strategy) == 6 && offsetof(raw_header, k_type) == 28 &&
               offsetof(raw_header, rope_layout) == 36 && offsetof(raw_header, n_rot) == 40 &&
-              offsetof(raw_header, n_stream) == 52 && offsetof(raw_header, payload_bytes) == 56 &&
+              offsetof(raw_header, n_stream) == 52 && offsetof(raw_header, rope_detail) == 56 &&
+              offsetof(raw_header, payload_bytes) == k_length_offset &&
               offsetof(raw_header, checksum) == k_checksum_offset &&
               sizeof(raw_header) == k_header_bytes);
 
@@ -484,7 +486,7 @@ inline std::uint64_t checksum_doc(const std::uint8_t* p, std::size_t n, std::uin
   return r;
 }
 
-/// The documented state checksum: the 64 header bytes before it, then the payload.
+/// The documented state checksum: the 72 header bytes before it, then the payload.
 inline std::uint64_t expected_checksum(const std::vector<std::uint8_t>& b) {
   const std::uint64_t h = checksum_doc(b.data(), k_checksum_offset, 0);
   return checksum_doc(b.data() + k_header_bytes, b.size() - k_header_bytes, h);
@@ -493,7 +495,7 @@ inline std::uint64_t expected_checksum(const std::vector<std::uint8_t>& b) {
 /// Fixes the length and checksum fields after a deliberate edit, so that a test
 /// reaches the check it is aimed at (a file "genuinely" written by another writer).
 inline void reseal(std::vector<std::uint8_t>& b) {
-  write_at<std::uint64_t>(b, 56, b.size() - k_header_bytes);
+  write_at<std::uint64_t>(b, k_length_offset, b.size() - k_header_bytes);
   write_at<std::uint64_t>(b, k_checksum_offset, expected_checksum(b));
 }
 

@@ -245,7 +245,7 @@ op make_op(op_kind k) {
 // ------------------------------------------------------------------------ the harness
 
 constexpr std::size_t k_slots = 4;
-constexpr std::size_t k_header_bytes = 72;  // state_format.hpp: 12 + 6 x 4 + 4 + 3 x 4 + 4 + 2 x 8
+constexpr std::size_t k_header_bytes = 80;  // state_format.hpp: 12 + 6 x 4 + 4 + 3 x 4 + 4 + 3 x 8
 
 /// The ggml type ids, written out (state header fields).
 template <class E>
@@ -600,7 +600,7 @@ class harness {
       e << "state_write(" << o.a << ") wrote " << bytes.size() << " bytes, the format says "
         << expect << "\n";
     else if (read_le<std::uint32_t>(bytes, 0) != 0x534d4e4du ||
-             read_le<std::uint16_t>(bytes, 4) != 1 || read_le<std::uint16_t>(bytes, 6) != 1 ||
+             read_le<std::uint16_t>(bytes, 4) != 2 || read_le<std::uint16_t>(bytes, 6) != 1 ||
              read_le<std::int32_t>(bytes, 8) != o.a ||
              read_le<std::uint32_t>(bytes, 12) != rc_.shape.n_layer ||
              read_le<std::uint32_t>(bytes, 16) != rc_.shape.n_head_kv ||
@@ -609,8 +609,8 @@ class harness {
              read_le<std::uint32_t>(bytes, 28) != ggml_id<KE>() ||
              read_le<std::uint32_t>(bytes, 32) != ggml_id<VE>() ||
              bytes[36] != static_cast<std::uint8_t>(rc_.rope.kind) ||
-             read_le<std::uint32_t>(bytes, 52) != 1 ||
-             read_le<std::uint64_t>(bytes, 56) != bytes.size() - k_header_bytes ||
+             read_le<std::uint32_t>(bytes, 52) != 1 || read_le<std::uint64_t>(bytes, 56) != 0 ||
+             read_le<std::uint64_t>(bytes, 64) != bytes.size() - k_header_bytes ||
              read_le<std::uint32_t>(bytes, k_header_bytes) != model.cells.size())
       e << "state_write(" << o.a << "): a header field or the cell count is wrong\n";
     blobs_[o.slot] = saved_blob{std::move(bytes), std::move(model)};

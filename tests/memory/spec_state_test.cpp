@@ -69,7 +69,7 @@ TEST_F(FullCacheState, SizeFormulaAndHeaderFields) {
   const raw_header h = read_header(seq1);
   EXPECT_EQ(h.magic, 0x534d4e4du);
   EXPECT_EQ(std::memcmp(seq1.data(), "MNMS", 4), 0);
-  EXPECT_EQ(h.version, 1);
+  EXPECT_EQ(h.version, 2);
   EXPECT_EQ(h.strategy, 1);  // strategy_id::full
   EXPECT_EQ(h.seq, 1);
   EXPECT_EQ(read_header(whole).seq, -1);
@@ -86,6 +86,7 @@ TEST_F(FullCacheState, SizeFormulaAndHeaderFields) {
   EXPECT_EQ(h.freq_base, 10000.0f);
   EXPECT_EQ(h.freq_scale, 1.0f);
   EXPECT_EQ(h.n_stream, 1u);
+  EXPECT_EQ(h.rope_detail, 0u);  // plain RoPE: no factors, no YaRN
   EXPECT_EQ(h.payload_bytes, seq1.size() - k_header_bytes);
   EXPECT_EQ(h.checksum, expected_checksum(seq1));
   EXPECT_EQ(read_header(whole).checksum, expected_checksum(whole));

@@ -79,6 +79,13 @@ std::vector<compat_case> other_writers(seq_id s) {
   rope("n_rot 16", [](attention::rope_config& x) { x.n_rot = 16; });
   rope("freq_base 1e6", [](attention::rope_config& x) { x.freq_base = 1e6f; });
   rope("freq_scale 0.25", [](attention::rope_config& x) { x.freq_scale = 0.25f; });
+  rope("Llama 3 frequency factors",
+       [](attention::rope_config& x) { x.freq_factors.assign(x.n_rot / 2, 2.0f); });
+  rope("YaRN", [](attention::rope_config& x) {
+    x.yarn.ext_factor = 1.0f;
+    x.yarn.n_ctx_orig = 4096;
+  });
+  rope("attn_factor 0.5", [](attention::rope_config& x) { x.yarn.attn_factor = 0.5f; });
   // Header edits with the length and checksum fixed up, as another writer would.
   const u8vec good = written_by<dtype::f16>(base, s);
   auto edited = [&](std::string name, std::size_t off, auto value, status_code code,
@@ -100,7 +107,7 @@ std::vector<compat_case> other_writers(seq_id s) {
       {0xffff, "written by unknown strategy 65535, read by full_cache"}};
   for (const auto& [id, says] : writers)
     edited("strategy " + std::to_string(id), 6, id, status_code::invalid_argument, says);
-  for (std::uint16_t v : {0, 2, 0xffff})
+  for (std::uint16_t v : {0, 3, 0xffff})
     edited("version " + std::to_string(v), 4, v, status_code::unsupported, "version");
   edited("2 streams", 52, std::uint32_t{2}, status_code::invalid_argument, "streams");
   edited("0 streams", 52, std::uint32_t{0}, status_code::invalid_argument, "streams");
@@ -121,7 +128,7 @@ TEST_F(StateCompat, DamagedFramingIsRefused) {
   cases.push_back({"header only", u8vec(good.begin(), good.begin() + k_header_bytes),
                    status_code::corrupt_data, "payload"});
   u8vec longer = good;
-  write_at<std::uint64_t>(longer, 56, read_header(good).payload_bytes + 1);
+  write_at<std::uint64_t>(longer, k_length_offset, read_header(good).payload_bytes + 1);
   cases.push_back({"length field + 1", longer, status_code::corrupt_data, "payload"});
   u8vec sum = good;
   sum.back() ^= 1;
@@ -130,6 +137,42 @@ TEST_F(StateCompat, DamagedFramingIsRefused) {
   write_at<std::int32_t>(head, 8, 1);  // the source sequence id is covered by the checksum
   cases.push_back({"source seq id", head, status_code::corrupt_data, "checksum"});
   expect_refused(cases, 1);
+}
+
+/// `v2` rewritten as a version 1 file (no rope detail field: a 72-byte header).
+u8vec as_version_1(const u8vec& v2) {
+  constexpr std::size_t v1_header = k_header_bytes - 8, v1_checksum = k_checksum_offset - 8;
+  u8vec b(v2.begin(), v2.begin() + 56);
+  b.insert(b.end(), v2.begin() + 64, v2.end());
+  write_at<std::uint16_t>(b, 4, 1);
+  write_at<std::uint64_t>(b, 56, b.size() - v1_header);
+  const std::uint64_t h = checksum_doc(b.data(), v1_checksum, 0);
+  write_at<std::uint64_t>(b, v1_checksum,
+                          checksum_doc(b.data() + v1_header, b.size() - v1_header, h));
+  return b;
+}
+
+TEST_F(StateCompat, Version1FilesLoadOnlyWithPlainRope) {
+  const u8vec v2 = written_by<dtype::f16>({}, 0);
+  const u8vec v1 = as_version_1(v2);
+  auto a = reader(), b = reader();
+  ASSERT_TRUE(memory::state_read(a, v2, 1).is_ok());
+  const status st = memory::state_read(b, v1, 1);
+  ASSERT_TRUE(st.is_ok()) << st.to_string();
+  EXPECT_EQ(first_difference(snap(a), snap(b)), "")
+      << "a version 1 file loads as its version 2 twin";
+
+  // Keys of a version 1 file were rotated without factors: a memory that rotates with
+  // them refuses the file and stays as it was.
+  cache_options o;
+  o.rope.freq_factors.assign(o.rope.n_rot / 2, 2.0f);
+  auto c = make_cache<dtype::f16>(16, 2, o);
+  ASSERT_EQ(dec(c, 0, 0, 3), k_ok);
+  const auto before = snap(c);
+  const status refused = memory::state_read(c, v1, 1);
+  EXPECT_EQ(refused.code(), status_code::invalid_argument) << refused.to_string();
+  EXPECT_NE(refused.message().find("version 1"), std::string::npos) << refused.message();
+  EXPECT_EQ(first_difference(before, snap(c)), "");
 }
 
 TEST_F(StateCompat, WholeAndSequenceStatesDoNotMix) {

@@ -192,4 +192,78 @@ TEST(RandomLlama, EveryArchitectureShapeLoadsAsThatArchitecture) {
             mnemo::status_code::invalid_argument);
 }
 
+// llama-quantize's Q4_K_M of make-llama's 8-layer 155M model (its log): q6_K for output,
+// and for attn_v and ffn_down in layers 0, 3, 6 and 7; the same rule on a small shape.
+TEST(RandomLlama, MixesNameLlamaQuantizesTypesAndLoad) {
+  random_llama_config c = small_config(element_type::f32);
+  c.n_embd = 256;
+  c.n_ff = 512;
+  c.n_head = 4;
+  c.n_layer = 8;
+  c.mix = mnemo_examples::quant_mix::q4_K_M;
+  const std::string path = temp_path("q4_k_m");
+  ASSERT_TRUE(mnemo_examples::write_random_llama(c, path).is_ok());
+  {
+    auto f = mnemo::gguf::file::open(path);
+    ASSERT_TRUE(f.is_ok()) << f.error().message();
+    EXPECT_EQ(*f->get_u32("general.file_type"), 15u);
+    const auto type_of = [&](const std::string& name) {
+      const auto* t = f->find_tensor(name);
+      return t ? t->element_type : element_type::f32;
+    };
+    EXPECT_EQ(type_of("output.weight"), element_type::q6_K);
+    EXPECT_EQ(type_of("token_embd.weight"), element_type::q4_K);
+    for (std::uint32_t l = 0; l < 8; ++l) {
+      const std::string p = "blk." + std::to_string(l) + ".";
+      const element_type more =
+          l == 0 || l == 3 || l == 6 || l == 7 ? element_type::q6_K : element_type::q4_K;
+      EXPECT_EQ(type_of(p + "attn_v.weight"), more) << l;
+      EXPECT_EQ(type_of(p + "ffn_down.weight"), more) << l;
+      for (const char* n : {"attn_q", "attn_k", "attn_output", "ffn_gate", "ffn_up"})
+        EXPECT_EQ(type_of(p + n + ".weight"), element_type::q4_K) << p << n;
+      EXPECT_EQ(type_of(p + "ffn_norm.weight"), element_type::f32);
+    }
+  }
+  auto m = mnemo::model::open_attention_decoder(path);
+  EXPECT_TRUE(m.is_ok()) << m.error().to_string();
+  std::remove(path.c_str());
+}
+
+// The fixtures' llama-quantize files (one layer): every matrix's type is the mix rule's.
+TEST(RandomLlama, MixRulesMatchLlamaQuantizeFixtures) {
+  using mnemo_examples::quant_mix;
+  using mnemo_examples::tensor_role;
+  struct fixture {
+    const char* file;
+    quant_mix mix;
+  };
+  const struct {
+    const char* name;
+    tensor_role role;
+  } roles[] = {{"token_embd.weight", tensor_role::token_embd},
+               {"output.weight", tensor_role::output},
+               {"blk.0.attn_q.weight", tensor_role::attn_q},
+               {"blk.0.attn_k.weight", tensor_role::attn_k},
+               {"blk.0.attn_v.weight", tensor_role::attn_v},
+               {"blk.0.attn_output.weight", tensor_role::attn_output},
+               {"blk.0.ffn_gate.weight", tensor_role::ffn_gate},
+               {"blk.0.ffn_up.weight", tensor_role::ffn_up},
+               {"blk.0.ffn_down.weight", tensor_role::ffn_down}};
+  for (const fixture fx : {fixture{"llama-q3_k_m.gguf", quant_mix::q3_K_M},
+                           fixture{"llama-q4_k_m.gguf", quant_mix::q4_K_M},
+                           fixture{"llama-q5_k_m.gguf", quant_mix::q5_K_M}}) {
+    const std::string file = std::string(MNEMO_FIXTURES_DIR) + "/" + fx.file;
+    if (!fs::exists(file)) GTEST_SKIP() << "no fixtures at " << MNEMO_FIXTURES_DIR;
+    auto f = mnemo::gguf::file::open(file);
+    ASSERT_TRUE(f.is_ok()) << f.error().message();
+    EXPECT_EQ(*f->get_u32("general.file_type"), mnemo_examples::quant_mix_file_type(fx.mix));
+    for (const auto& r : roles) {
+      const auto* t = f->find_tensor(r.name);
+      ASSERT_NE(t, nullptr) << fx.file << " " << r.name;
+      EXPECT_EQ(t->element_type, mnemo_examples::quant_mix_type(fx.mix, r.role, 0, 1, false))
+          << fx.file << " " << r.name;
+    }
+  }
+}
+
 }  // namespace

@@ -22,6 +22,7 @@
 #include <limits>
 #include <span>
 
+#include "mnemo/attention/rope.hpp"
 #include "mnemo/base/seq_set.hpp"
 
 namespace mnemo::evict {
@@ -43,10 +44,12 @@ struct step_info {
 };
 
 /// The slots of one (sequence, layer): positions and the policy's per-slot state.
-/// state[slot * state_floats + i]; entries of empty slots are unspecified.
+/// state[slot * state_floats + i]; entries of empty slots are unspecified. `lane` is
+/// the policy's state of the whole lane (lane_floats, below; empty without it).
 struct slot_view {
   std::span<const pos_t> pos;  // [capacity]; < 0: empty
   std::span<float> state;      // [capacity * Policy::state_floats]
+  std::span<float> lane = {};  // [lane_floats(...)], zero when the lane starts
   bool live(std::size_t slot) const noexcept { return pos[slot] >= 0; }
 };
 
@@ -234,6 +237,21 @@ struct policy_defaults {
   bool protect(const step_info&, slot_view, std::size_t) const noexcept { return false; }
 };
 
+/// State of a whole lane (Expected Attention's query statistics): a policy that keeps
+/// some declares `std::size_t lane_floats(std::size_t n_head_kv, std::size_t d_k)
+/// const noexcept` (n_head_kv: the KV heads of one lane), and the cache keeps that many
+/// floats per lane, zero at the start, handed to every hook as slot_view::lane and
+/// saved, restored, copied (seq_cp) and written to state files with the lane.
+template <class P>
+std::size_t lane_floats_of(const P& p, std::size_t n_head_kv, std::size_t d_k) noexcept {
+  if constexpr (requires {
+                  { p.lane_floats(n_head_kv, d_k) } -> std::convertible_to<std::size_t>;
+                })
+    return p.lane_floats(n_head_kv, d_k);
+  else
+    return 0;
+}
+
 /// The chunked trigger: when a lane goes over its kept size, a policy with a member
 /// `evict_chunk` (m) frees m - 1 cells more than needed, so the next m - 1 tokens
 /// evict nothing (Scissorhands' "drop m at once"); every other policy evicts what
@@ -288,5 +306,23 @@ concept head_allocating = requires(const P& p) {
   { p.alpha } -> std::convertible_to<double>;
 }
 &&P::head_allocation;
+
+/// A policy whose memory hands decode rows to a per-lane reader instead of the plain
+/// kernel (Quest's page selection, evict/quest_reads.hpp; ThinK's pruned keys,
+/// evict/think_keys.hpp): `using lane_reader = R` and `make_reader(n_head_kv, d_k)`
+/// returning result<R>. model::attend_observed gives a micro-batch of decode rows to
+/// the lanes' readers (R::attend_row); any other call attends with the kernel and its
+/// query rows are shown to the readers (observe(q, pos, n_rows, n_head)). The memory
+/// calls touched(slot) when a cell's key changes and reset() when its lane is
+/// replaced (state load, clear, rollback, sequence operations).
+template <class P>
+concept lane_reading = requires(const P& p, typename P::lane_reader& r, std::size_t n,
+                                const float* x, const pos_t* pos,
+                                const attention::rope_config& rope) {
+  p.make_reader(n, n, rope);
+  r.observe(x, pos, n, n);
+  r.touched(n);
+  r.reset();
+};
 
 }  // namespace mnemo::evict

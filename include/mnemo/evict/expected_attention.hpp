@@ -1,25 +1,30 @@
 // Expected Attention (Devoto, Jeblick, Jégou 2025, arXiv 2510.00636; kvpress
 // ExpectedAttentionPress): score a cell by the attention the *next* queries are
 // expected to give it. From the pre-RoPE queries of the observation window (the last
-// `window` rows of a prefill chunk, sink rows skipped): mean mu and covariance
-// Sigma per query head; the rotation averaged over the next `n_future` positions,
-// Rbar = mean_tau R(T + tau); then
+// `window` query rows the lane has seen, prefill or decode, sink rows skipped): mean
+// mu and covariance Sigma per query head; the rotation averaged over the next
+// `n_future` positions, Rbar = mean_tau R(T + tau); then
 //   z_j = k_j . (Rbar mu) / sqrt(d) + k_j^T (Rbar Sigma Rbar^T) k_j / (2 d),
-//   s_j = softmax_j(z_j) averaged over the query heads of the KV head,
+//   s_j = exp(z_j - L) averaged over the query heads of the KV head, L the head's
+//         log-sum-exp of z over the lane's cells (the softmax),
 //   score_j = (s_j + epsilon) * ||v_j||,
 // averaged over the lane's KV heads per layer (the lane's own head per KV head).
 // k^T Rbar Sigma Rbar^T k is computed as the mean over the window of
 // ((Rbar (q_i - mu)) . k)^2, which is the same number in O(window x d) per key
 // instead of O(d^2).
 //
-// Needs signal::query (the call's post-RoPE queries, turned back to pre-RoPE with
-// `rope`, which must be the model's) and the keys (evict/lane_rescore.hpp): every
-// cell is rescored at the end of each prefill chunk. Decode asks for nothing, so a
-// decode step costs nothing; decoded tokens are protected while among the `recent`
-// newest and then keep score 0 (kvpress scores once, at prefill; a bounded cache
-// must also bound decode). The first `n_sink` positions are protected.
+// The window lives in the lane's state (evict::lane_floats_of), so it carries over
+// between calls: every call adds its newest rows (signal::query, the post-RoPE
+// queries turned back with `rope`, which must be the model's). At the end of a
+// prefill chunk every cell is rescored (and L recomputed); at a decode step the new
+// token is scored against the current window and the last L, and every
+// `rescore_every` decode steps all cells are rescored (kvpress's decoding press
+// compresses periodically from a buffer of recent queries the same way). A decode
+// step thus costs one key's score plus 1 / rescore_every of a full rescore. The first
+// `n_sink` positions and the `recent` newest are protected.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <complex>
 #include <vector>
@@ -34,13 +39,23 @@ struct expected_attention {
   static constexpr std::size_t state_floats = 2;  // score, mean ||v|| over the lane's heads
   static constexpr bool uses_attention = true;
   static constexpr signal_set signals = signal::query;
-  std::size_t window = 32;     // prefill query rows the statistics come from
-  std::size_t n_future = 512;  // future positions the rotation is averaged over
-  pos_t n_sink = 4;            // protected first positions; their query rows are skipped
-  std::size_t recent = 16;     // protected newest positions
+  std::size_t window = 32;          // query rows the statistics come from
+  std::size_t n_future = 512;       // future positions the rotation is averaged over
+  pos_t n_sink = 4;                 // protected first positions; their query rows are skipped
+  std::size_t recent = 16;          // protected newest positions
+  std::size_t rescore_every = 256;  // decode steps between rescores of every cell
   float epsilon = 0.0f;
   std::size_t n_head_kv = 1, d_v = 0;  // the value row's geometry (set by the user)
+  std::size_t group = 1;               // query heads per KV head (the model's)
   attention::rope_config rope;         // the model's (hparams().rope())
+
+  // The lane state: a header, the last full rescore's log-sum-exp per query head, and
+  // the window's pre-RoPE query rows as a ring.
+  static constexpr std::size_t held = 0, next = 1, since = 2, scored = 3, header = 4;
+  std::size_t lane_floats(std::size_t lane_heads, std::size_t d_k) const noexcept {
+    const std::size_t qh = lane_heads * group;
+    return header + qh + window * qh * d_k;
+  }
 
   /// Pair c's averaged rotation over positions T + 1 .. T + n, as (cos, sin) means
   /// (the Dirichlet kernel: the mean of e^{i (T + tau) w} is e^{i (T + (n + 1) / 2) w}
@@ -51,22 +66,22 @@ struct expected_attention {
     if (std::abs(sh) < 1e-12) return std::polar(1.0, (T + 1.0) * w);  // w = 2 pi m: all equal
     return std::polar(1.0, (T + (N + 1.0) / 2.0) * w) * (std::sin(N * w / 2.0) / (N * sh));
   }
-  /// x <- Rbar x for the pair means `m` ([n_rot / 2]).
-  void apply_mean(const std::vector<std::complex<double>>& m, float* x) const noexcept {
+  /// x <- Rbar x for the pair means `m` ([n_rot / 2]); Rbar^T x when `transposed`.
+  void apply_mean(const std::vector<std::complex<double>>& m, float* x,
+                  bool transposed = false) const noexcept {
     if (rope.layout == attention::rope_layout::none) return;
     const std::size_t half = rope.n_rot / 2;
     const bool normal = rope.layout == attention::rope_layout::normal;
     for (std::size_t c = 0; c < half; ++c) {
       const std::size_t a = normal ? 2 * c : c, b = normal ? 2 * c + 1 : c + half;
-      const double re = m[c].real(), im = m[c].imag(), x0 = x[a], x1 = x[b];
+      const double re = m[c].real(), im = transposed ? -m[c].imag() : m[c].imag();
+      const double x0 = x[a], x1 = x[b];
       x[a] = static_cast<float>(re * x0 - im * x1);
       x[b] = static_cast<float>(im * x0 + re * x1);
     }
   }
 
-  stats_request request(const step_info& s) const noexcept {
-    return {s.prefill() ? window : 0, signal::query};
-  }
+  stats_request request(const step_info&) const noexcept { return {window, signal::query}; }
   void on_insert(const step_info& s, slot_view v, std::size_t slot, const float*,
                  const float* val) const noexcept {
     float norms = 0.0f;
@@ -79,51 +94,90 @@ struct expected_attention {
     v.state[2 * slot] = 0.0f;
     v.state[2 * slot + 1] = norms / static_cast<float>(nh);
   }
-  void on_attention(const step_info&, slot_view, const attention_signals&) const noexcept {}
+  /// Adds the call's query rows (pre-RoPE, sink rows skipped) to the lane's window.
+  void on_attention(const step_info&, slot_view v, const attention_signals& sg) const noexcept {
+    const std::size_t QH = sg.n_q_head(), d = sg.d_k;
+    if (sg.query == nullptr || window == 0 || v.lane.size() != header + QH + window * QH * d)
+      return;  // no queries, or not the geometry lane_floats was given (group, d_k)
+    float* ring = v.lane.data() + header + QH;
+    for (std::size_t r = 0; r < sg.rows; ++r) {
+      if (sg.row_pos[r] < n_sink) continue;
+      const auto i = static_cast<std::size_t>(v.lane[next]);
+      float* dst = ring + i * QH * d;
+      for (std::size_t e = 0; e < QH * d; ++e) dst[e] = sg.query[r * QH * d + e];
+      for (std::size_t h = 0; h < QH; ++h)
+        attention::rope_rotate(rope, dst + h * d, -static_cast<double>(sg.row_pos[r]));
+      v.lane[next] = static_cast<float>((i + 1) % window);
+      v.lane[held] = std::min(v.lane[held] + 1.0f, static_cast<float>(window));
+    }
+  }
 
-  /// Rescores every live cell from the call's query rows (prefill chunks only).
+  /// Scores cells from the window: every live cell after a prefill chunk, at the first
+  /// scoring and every rescore_every decode steps; else the call's new tokens only.
   void rescore(const step_info& s, slot_view v, const lane_keys& keys,
                const attention_signals* sg) const noexcept {
-    if (sg == nullptr || sg->query == nullptr || sg->rows == 0) return;
+    if (sg == nullptr || sg->query == nullptr) return;
     const std::size_t d = sg->d_k, g = sg->group, H = keys.n_head_kv, QH = H * g;
     const std::size_t n = v.pos.size();
-    thread_local std::vector<float> ubar, u, q, row, z, sum;
-    thread_local std::vector<std::size_t> rows;
+    if (v.lane.size() != header + QH + window * QH * d) return;
+    const auto w = static_cast<std::size_t>(v.lane[held]);
+    if (w == 0) return;
+    float* lse = v.lane.data() + header;
+    const float* ring = lse + QH;
+    v.lane[since] += 1.0f;
+    const bool all = s.prefill() || v.lane[scored] == 0.0f ||
+                     v.lane[since] >= static_cast<float>(std::max<std::size_t>(rescore_every, 1));
+    thread_local std::vector<float> ubar, u, row, z;
     thread_local std::vector<std::complex<double>> rbar;
-    rows.clear();
-    for (std::size_t r = 0; r < sg->rows; ++r)
-      if (sg->row_pos[r] >= n_sink) rows.push_back(r);
-    if (rows.empty()) return;
-    const std::size_t w = rows.size();
     rbar.resize(rope.n_rot / 2);
     const double T = static_cast<double>(s.pos_end) - 1.0;
     for (std::size_t c = 0; c < rbar.size(); ++c)
       rbar[c] = mean_rotation(rope.pair_frequency(c), T, n_future);
-    // Per query head: ubar = Rbar mu, u_i = Rbar (q_i - mu) (pre-RoPE q_i).
+    const float inv_sqrt_d = 1.0f / std::sqrt(static_cast<float>(d));
+    const float cov_scale = 1.0f / (2.0f * static_cast<float>(d) * static_cast<float>(w));
+    // The window mean mu per query head (pre-RoPE): sums, then one scale (a division
+    // per element kept the loop scalar).
     ubar.assign(QH * d, 0.0f);
+    for (std::size_t h = 0; h < QH; ++h)
+      for (std::size_t i = 0; i < w; ++i)
+        for (std::size_t e = 0; e < d; ++e) ubar[h * d + e] += ring[(i * QH + h) * d + e];
+    const float inv_w = 1.0f / static_cast<float>(w);
+    for (float& x : ubar) x *= inv_w;
+    row.resize(H * d);
+    if (!all) {  // a decode step scores its own tokens: (Rbar x) . k = x . (Rbar^T k), so
+                 // the window's rows are used as they are, O((w + 1) d) per query head
+      const pos_t first_new = s.pos_end - static_cast<pos_t>(s.n_new);
+      for (std::size_t j = 0; j < n; ++j) {
+        if (!v.live(j) || v.pos[j] < first_new) continue;
+        keys.row(j, row.data());
+        for (std::size_t kh = 0; kh < H; ++kh) apply_mean(rbar, &row[kh * d], true);
+        float a = 0.0f;
+        for (std::size_t h = 0; h < QH; ++h) {
+          const float* k = &row[(h / g) * d];
+          const float m = dot_f32(k, &ubar[h * d], d);
+          float c = 0.0f;
+          for (std::size_t i = 0; i < w; ++i) {
+            const float p = dot_f32(k, &ring[(i * QH + h) * d], d) - m;
+            c += p * p;
+          }
+          a += std::exp(m * inv_sqrt_d + c * cov_scale - lse[h]);
+        }
+        v.state[2 * j] = (a / static_cast<float>(QH) + epsilon) * v.state[2 * j + 1];
+      }
+      return;
+    }
+    // Every cell: ubar = Rbar mu, u_i = Rbar (q_i - mu) once, then O((w + 1) d) per key.
     u.resize(QH * w * d);
-    q.resize(d);
     for (std::size_t h = 0; h < QH; ++h) {
       float* mu = &ubar[h * d];
       for (std::size_t i = 0; i < w; ++i) {
         float* ui = &u[(h * w + i) * d];
-        const float* src = &sg->query[(rows[i] * QH + h) * d];
-        for (std::size_t e = 0; e < d; ++e) ui[e] = src[e];
-        attention::rope_rotate(rope, ui, -static_cast<double>(sg->row_pos[rows[i]]));
-        for (std::size_t e = 0; e < d; ++e) mu[e] += ui[e] / static_cast<float>(w);
-      }
-      for (std::size_t i = 0; i < w; ++i) {
-        float* ui = &u[(h * w + i) * d];
-        for (std::size_t e = 0; e < d; ++e) ui[e] -= mu[e];
+        for (std::size_t e = 0; e < d; ++e) ui[e] = ring[(i * QH + h) * d + e] - mu[e];
         apply_mean(rbar, ui);
       }
       apply_mean(rbar, mu);
     }
-    // z [QH, n], then a softmax per query head over the live cells.
-    const float inv_sqrt_d = 1.0f / std::sqrt(static_cast<float>(d));
-    const float cov_scale = 1.0f / (2.0f * static_cast<float>(d) * static_cast<float>(w));
     z.resize(QH * n);
-    row.resize(H * d);
     for (std::size_t j = 0; j < n; ++j) {
       if (!v.live(j)) continue;
       keys.row(j, row.data());
@@ -138,19 +192,22 @@ struct expected_attention {
         z[h * n + j] = m * inv_sqrt_d + c * cov_scale;
       }
     }
-    sum.assign(n, 0.0f);  // sum over query heads of the softmax
-    for (std::size_t h = 0; h < QH; ++h) {
+    for (std::size_t h = 0; h < QH; ++h) {  // each head's log-sum-exp over every live cell
       float mx = -INFINITY, tot = 0.0f;
       for (std::size_t j = 0; j < n; ++j)
         if (v.live(j)) mx = z[h * n + j] > mx ? z[h * n + j] : mx;
       for (std::size_t j = 0; j < n; ++j)
-        if (v.live(j)) tot += (z[h * n + j] = std::exp(z[h * n + j] - mx));
-      for (std::size_t j = 0; j < n; ++j)
-        if (v.live(j)) sum[j] += z[h * n + j] / tot;
+        if (v.live(j)) tot += std::exp(z[h * n + j] - mx);
+      lse[h] = mx + std::log(tot);
     }
-    for (std::size_t j = 0; j < n; ++j)
-      if (v.live(j))
-        v.state[2 * j] = (sum[j] / static_cast<float>(QH) + epsilon) * v.state[2 * j + 1];
+    v.lane[scored] = 1.0f;
+    v.lane[since] = 0.0f;
+    for (std::size_t j = 0; j < n; ++j) {
+      if (!v.live(j)) continue;
+      float a = 0.0f;
+      for (std::size_t h = 0; h < QH; ++h) a += std::exp(z[h * n + j] - lse[h]);
+      v.state[2 * j] = (a / static_cast<float>(QH) + epsilon) * v.state[2 * j + 1];
+    }
   }
   float score(const step_info&, slot_view v, std::size_t slot) const noexcept {
     return v.state[2 * slot];

@@ -6,8 +6,10 @@
 //   u32 magic 'MNMS'  u16 version  u16 strategy  i32 seq (-1: whole memory)
 //   u32 n_layer  u32 n_head_kv  u32 d_k  u32 d_v  u32 k_type  u32 v_type (ggml ids)
 //   u8 rope layout  u8 0  u16 0  u32 n_rot  f32 freq_base  f32 freq_scale
-//   u32 n_stream  u64 payload bytes  u64 checksum64(payload, checksum64(the 64
-//   header bytes before it))  | payload
+//   u32 n_stream  u64 rope detail  u64 payload bytes
+//   u64 checksum64(payload, checksum64(the 72 header bytes before it))  | payload
+// Version 1 files (no rope detail: a 72-byte header) still load into memories whose
+// RoPE has no frequency factors and no YaRN ramp.
 // The checksum covers the header too, so no single damaged bit (the source sequence
 // id included, which no other check sees) goes unnoticed.
 #pragma once
@@ -29,7 +31,7 @@
 namespace mnemo::memory {
 
 inline constexpr std::uint32_t k_state_magic = 0x534d4e4du;  // "MNMS" little-endian
-inline constexpr std::uint16_t k_state_version = 1;
+inline constexpr std::uint16_t k_state_version = 2;
 
 enum class strategy_id : std::uint16_t {
   full = 1,
@@ -63,40 +65,11 @@ struct state_header {
   std::uint32_t n_rot = 0;
   float freq_base = 0, freq_scale = 0;
   std::uint32_t n_stream = 1;
+  std::uint64_t rope_detail = 0;  // rope_detail_of(): 0 for plain RoPE
 
-  static constexpr std::size_t bytes = 4 + 2 + 2 + 4 + 6 * 4 + 4 + 4 + 4 + 4 + 4 + 8 + 8;
+  static constexpr std::size_t bytes = 4 + 2 + 2 + 4 + 6 * 4 + 4 + 4 + 4 + 4 + 4 + 8 + 8 + 8;
+  static constexpr std::size_t bytes_v1 = bytes - 8;  // without rope_detail
 };
-
-/// The header of a K/V strategy (full cache, split streams, sliding window, bounded):
-/// its config's `shape` and `rope`, and the K/V element types.
-template <class KE, class VE, class Config>
-state_header kv_state_header(strategy_id id, std::int32_t seq, const Config& cfg,
-                             std::uint32_t n_stream = 1) {
-  state_header h;
-  h.strategy = static_cast<std::uint16_t>(id);
-  h.seq = seq;
-  h.n_layer = static_cast<std::uint32_t>(cfg.shape.n_layer);
-  h.n_head_kv = static_cast<std::uint32_t>(cfg.shape.n_head_kv);
-  h.d_k = static_cast<std::uint32_t>(cfg.shape.d_k);
-  h.d_v = static_cast<std::uint32_t>(cfg.shape.d_v);
-  h.k_type = dtype::ggml_type_id(dtype::element_type_of<KE>);
-  h.v_type = dtype::ggml_type_id(dtype::element_type_of<VE>);
-  h.rope_layout = static_cast<std::uint8_t>(cfg.rope.layout);
-  h.n_rot = static_cast<std::uint32_t>(cfg.rope.n_rot);
-  h.freq_base = cfg.rope.freq_base;
-  h.freq_scale = cfg.rope.freq_scale;
-  h.n_stream = n_stream;
-  return h;
-}
-
-/// The header of a K/V memory m of strategy id: its config's shape and RoPE, its K/V
-/// element types (M::k_element, M::v_element), and n_stream.
-template <class M>
-state_header memory_state_header(strategy_id id, std::int32_t seq, const M& m,
-                                 std::uint32_t n_stream = 1) {
-  return kv_state_header<typename M::k_element, typename M::v_element>(id, seq, m.config(),
-                                                                       n_stream);
-}
 
 /// The state checksum: the bytes as little-endian 64-bit words dealt round-robin to
 /// four lanes, each lane h = ((h ^ w) * P) ^ (>> 32) (a bijection per word, so any
@@ -144,6 +117,61 @@ class byte_writer {
  private:
   std::vector<std::uint8_t>& out_;
 };
+
+/// What of a RoPE configuration the header's freq_base and freq_scale do not say: 0
+/// for plain RoPE (no frequency factors, no YaRN ramp, magnitude 1), else a checksum
+/// of the factors (Llama 3 `rope_freqs`) and of the YaRN parameters that change the
+/// angles or magnitudes. Keys rotated one way must not load into a memory that rotates
+/// (and shifts) them another.
+inline std::uint64_t rope_detail_of(const attention::rope_config& r) {
+  const bool yarn = r.yarn.ext_factor != 0.0f;
+  if (r.freq_factors.empty() && !yarn && r.yarn.attn_factor == 1.0f) return 0;
+  std::vector<std::uint8_t> bytes;
+  byte_writer w(bytes);
+  w.put(static_cast<std::uint32_t>(r.freq_factors.size()));
+  for (float f : r.freq_factors) w.put(f);
+  w.put(r.yarn.attn_factor);
+  w.put(r.yarn.ext_factor);
+  if (yarn) {
+    w.put(r.yarn.beta_fast);
+    w.put(r.yarn.beta_slow);
+    w.put(r.yarn.n_ctx_orig);
+  }
+  const std::uint64_t h = checksum64(bytes);
+  return h == 0 ? 1 : h;  // 0 means plain
+}
+
+/// The header of a K/V strategy (full cache, split streams, sliding window, bounded):
+/// its config's `shape` and `rope`, and the K/V element types.
+template <class KE, class VE, class Config>
+state_header kv_state_header(strategy_id id, std::int32_t seq, const Config& cfg,
+                             std::uint32_t n_stream = 1) {
+  state_header h;
+  h.strategy = static_cast<std::uint16_t>(id);
+  h.seq = seq;
+  h.n_layer = static_cast<std::uint32_t>(cfg.shape.n_layer);
+  h.n_head_kv = static_cast<std::uint32_t>(cfg.shape.n_head_kv);
+  h.d_k = static_cast<std::uint32_t>(cfg.shape.d_k);
+  h.d_v = static_cast<std::uint32_t>(cfg.shape.d_v);
+  h.k_type = dtype::ggml_type_id(dtype::element_type_of<KE>);
+  h.v_type = dtype::ggml_type_id(dtype::element_type_of<VE>);
+  h.rope_layout = static_cast<std::uint8_t>(cfg.rope.layout);
+  h.n_rot = static_cast<std::uint32_t>(cfg.rope.n_rot);
+  h.freq_base = cfg.rope.freq_base;
+  h.freq_scale = cfg.rope.freq_scale;
+  h.n_stream = n_stream;
+  h.rope_detail = rope_detail_of(cfg.rope);
+  return h;
+}
+
+/// The header of a K/V memory m of strategy id: its config's shape and RoPE, its K/V
+/// element types (M::k_element, M::v_element), and n_stream.
+template <class M>
+state_header memory_state_header(strategy_id id, std::int32_t seq, const M& m,
+                                 std::uint32_t n_stream = 1) {
+  return kv_state_header<typename M::k_element, typename M::v_element>(id, seq, m.config(),
+                                                                       n_stream);
+}
 
 /// Reads little-endian values from a byte span; every read is bounds-checked and
 /// a failed read leaves the reader failed for good.
@@ -198,6 +226,7 @@ class state_builder {
     w_.put(h.freq_base);
     w_.put(h.freq_scale);
     w_.put(h.n_stream);
+    w_.put(h.rope_detail);
     w_.put(std::uint64_t{0});  // payload bytes, by seal()
     w_.put(std::uint64_t{0});  // checksum, by seal()
   }
@@ -241,17 +270,20 @@ inline result<std::span<const std::uint8_t>> open_state(std::span<const std::uin
   r.get(h.freq_base);
   r.get(h.freq_scale);
   r.get(h.n_stream);
+  if (version != 1) r.get(h.rope_detail);
   r.get(n_payload);
   r.get(sum);
+  const std::size_t header_bytes = version == 1 ? state_header::bytes_v1 : state_header::bytes;
   if (!r.ok())
     return make_status(status_code::corrupt_data,
                        "state: %zu bytes is shorter than the %zu-byte header", data.size(),
-                       state_header::bytes);
+                       header_bytes);
   if (magic != k_state_magic)
     return make_status(status_code::corrupt_data, "state: not a mnemo state (magic 0x%08x)", magic);
-  if (version != k_state_version)
-    return make_status(status_code::unsupported, "state: version %u, this build reads version %u",
-                       version, k_state_version);
+  if (version != 1 && version != k_state_version)
+    return make_status(status_code::unsupported,
+                       "state: version %u, this build reads versions 1 and %u", version,
+                       k_state_version);
   if (strategy != expect.strategy) {
     const char* written = strategy_name(strategy);
     const char* reader = strategy_name(expect.strategy);
@@ -280,6 +312,11 @@ inline result<std::span<const std::uint8_t>> open_state(std::span<const std::uin
       h.freq_scale != expect.freq_scale)
     return make_status(status_code::invalid_argument,
                        "state: cached keys were rotated with another RoPE configuration");
+  if (h.rope_detail != expect.rope_detail)
+    return make_status(status_code::invalid_argument,
+                       "state: cached keys were rotated with other RoPE frequency factors or "
+                       "YaRN parameters%s",
+                       version == 1 ? " (a version 1 file has none)" : "");
   if (h.n_stream != expect.n_stream)
     return make_status(status_code::invalid_argument, "state: %u streams, this memory has %u",
                        h.n_stream, expect.n_stream);
@@ -290,7 +327,7 @@ inline result<std::span<const std::uint8_t>> open_state(std::span<const std::uin
                        "state: header announces %llu payload bytes, %zu are present",
                        static_cast<unsigned long long>(n_payload), r.remaining());
   const auto payload = data.subspan(r.offset());
-  if (checksum64(payload, checksum64(data.first(state_header::bytes - sizeof sum))) != sum)
+  if (checksum64(payload, checksum64(data.first(header_bytes - sizeof sum))) != sum)
     return make_status(status_code::corrupt_data, "state: checksum mismatch (the data is damaged)");
   seq_out = h.seq;
   return payload;

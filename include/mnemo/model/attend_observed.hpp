@@ -8,7 +8,8 @@
 // (wants_attention_stats), and taken at run time only when the policy asks for it
 // in this layer and call (one branch per layer call, outside every loop). A memory
 // with per-KV-head lanes is attended in one call over every head's own cells
-// (detail::attend_lanes).
+// (detail::attend_lanes). A memory whose policy reads through lane readers (Quest,
+// ThinK) attends decode rows through them (attend_reads).
 #pragma once
 
 #include <concepts>
@@ -48,6 +49,13 @@ consteval bool kernel_exports() {
 template <class M>
 concept lane_split_observer = attention_observer<M> && requires(const M& m) {
   { m.lanes_per_layer() } -> std::convertible_to<std::size_t>;
+};
+
+/// An observer whose policy reads decode rows through per-lane readers (Quest's page
+/// selection, ThinK's pruned keys; bounded with evict::lane_reading).
+template <class M>
+concept read_hooked_observer = attention_observer<M> && requires {
+  requires M::reads_hooked;
 };
 
 namespace detail {
@@ -116,6 +124,12 @@ status attend_observed(M& mem, std::size_t layer, std::size_t u, const attention
                        const memory::layer_views& lv, float* out, attention::workspace& ws,
                        const attention::options& opt) {
   constexpr bool exports = kernel_exports<M>();
+  if constexpr (read_hooked_observer<M>) {  // decode rows read what the policy selects
+    bool handled = false;
+    MNEMO_RETURN_IF_ERROR(
+        (mem.template attend_reads<Isa>(layer, u, sh, p, q, lv, out, ws, opt, handled)));
+    if (handled) return mem.after_attention(layer, u, false);
+  }
   if constexpr (M::wants_attention_stats) {
     if constexpr (requires { mem.observe_call(layer, u, sh, q); })
       mem.observe_call(layer, u, sh, q);

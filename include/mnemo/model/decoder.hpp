@@ -101,9 +101,25 @@ class attention_decoder : public decoder_memory<attention_decoder> {
   /// the memory, attends, and leaves the logits of the tokens with ub.output set in
   /// ws.logits(). A status for a micro-batch larger than the workspace, a token outside
   /// the vocabulary, or an attention error; the caller rolls the memory back.
+  /// One parallel region for the whole micro-batch (run_team): the products and
+  /// attention share its threads, the steps between them run on the calling thread.
   template <simd::isa_tag Isa = simd::native, memory::kv_memory Memory>
   status forward(Memory& mem, std::size_t u, const ubatch& ub, decoder_workspace& ws,
                  int n_threads) const {
+    return run_team(n_threads, [&] { return forward_step<Isa>(mem, u, ub, ws, n_threads); });
+  }
+
+ protected:
+  attention_decoder() = default;
+
+ private:
+  friend class decoder_memory<attention_decoder>;
+  const char* name() const noexcept { return rc_->name.data(); }
+
+  /// forward() on the threads of its team.
+  template <simd::isa_tag Isa, memory::kv_memory Memory>
+  status forward_step(Memory& mem, std::size_t u, const ubatch& ub, decoder_workspace& ws,
+                      int n_threads) const {
     decoder_activations& a = ws.a_;
     const decoder_dims& d = dims_;
     const std::size_t n = ub.n_tokens(), E = d.n_embd, dk = hp_.d_k;
@@ -172,13 +188,6 @@ class attention_decoder : public decoder_memory<attention_decoder> {
     a.n_outputs = static_cast<std::uint32_t>(n_out);
     return {};
   }
-
- protected:
-  attention_decoder() = default;
-
- private:
-  friend class decoder_memory<attention_decoder>;
-  const char* name() const noexcept { return rc_->name.data(); }
 
   /// x[t] += b for n rows of width `width`; nothing when b is empty (no bias).
   template <simd::isa_tag Isa>

@@ -142,46 +142,49 @@ class jamba_model {
   requires memory::kv_memory<Memory> && recurrent_state_memory<Memory> status
   forward(Memory& mem, std::size_t u, const ubatch& ub, jamba_workspace& ws, int n_threads)
   const {
-    decoder_activations& a = ws.a_;
-    const decoder_dims d = dims_of(hp_);
-    const std::size_t n = ub.n_tokens(), E = d.n_embd, kd = d.k_width(), vd = d.v_width();
-    a.n_outputs = 0;
-    if (n == 0) return {};
-    if (n > a.n_ubatch)
-      return make_status(status_code::invalid_argument,
-                         "jamba: micro-batch of %zu tokens exceeds the workspace's n_ubatch %u", n,
-                         a.n_ubatch);
-    float *x = a.x.data(), *h = a.h.data(), *tmp = a.tmp.data();
-    MNEMO_RETURN_IF_ERROR(embed_tokens<Isa>(ub, head_.token_embd, E, hp_.n_vocab, x, "jamba"));
+    // One parallel region for the micro-batch: the products share its threads.
+    return run_team(n_threads, [&]() -> status {
+      decoder_activations& a = ws.a_;
+      const decoder_dims d = dims_of(hp_);
+      const std::size_t n = ub.n_tokens(), E = d.n_embd, kd = d.k_width(), vd = d.v_width();
+      a.n_outputs = 0;
+      if (n == 0) return {};
+      if (n > a.n_ubatch)
+        return make_status(status_code::invalid_argument,
+                           "jamba: micro-batch of %zu tokens exceeds the workspace's n_ubatch %u",
+                           n, a.n_ubatch);
+      float *x = a.x.data(), *h = a.h.data(), *tmp = a.tmp.data();
+      MNEMO_RETURN_IF_ERROR(embed_tokens<Isa>(ub, head_.token_embd, E, hp_.n_vocab, x, "jamba"));
 
-    const attention::shape sh = d.attention_shape();
-    const attention::params ap = hp_.attention_params();
-    for (std::size_t l = 0; l < hp_.n_layer; ++l) {
-      MNEMO_RETURN_IF_ERROR(ws.between_layers("jamba", l));
-      const jamba_layer& L = layers_[l];
-      norm_rows<Isa>(x, L.attn_norm.data(), h, n, E, hp_.rms_eps);
-      if (L.mixer) {
-        MNEMO_RETURN_IF_ERROR(mamba_mixer_forward<Isa>(*L.mixer, hp_.ssm, hp_.rms_eps, mem, l, u, n,
-                                                       h, tmp, ws.mixer_, n_threads, a.mm_ws));
-      } else {
-        project_qkv<Isa>(L.wq, L.wk, L.wv, n, d, a, n_threads);
-        for (std::size_t t = 0; t < n; ++t)  // no RoPE
-          mem.template write_kv<Isa>(l, u, t, a.k.data() + t * kd, a.v.data() + t * vd);
-        MNEMO_RETURN_IF_ERROR(attend_layer<Isa>(mem, l, u, ub, sh, ap, a, n_threads, "jamba"));
-        project_out<Isa>(L.wo, n, d, a, n_threads);
+      const attention::shape sh = d.attention_shape();
+      const attention::params ap = hp_.attention_params();
+      for (std::size_t l = 0; l < hp_.n_layer; ++l) {
+        MNEMO_RETURN_IF_ERROR(ws.between_layers("jamba", l));
+        const jamba_layer& L = layers_[l];
+        norm_rows<Isa>(x, L.attn_norm.data(), h, n, E, hp_.rms_eps);
+        if (L.mixer) {
+          MNEMO_RETURN_IF_ERROR(mamba_mixer_forward<Isa>(*L.mixer, hp_.ssm, hp_.rms_eps, mem, l, u,
+                                                         n, h, tmp, ws.mixer_, n_threads, a.mm_ws));
+        } else {
+          project_qkv<Isa>(L.wq, L.wk, L.wv, n, d, a, n_threads);
+          for (std::size_t t = 0; t < n; ++t)  // no RoPE
+            mem.template write_kv<Isa>(l, u, t, a.k.data() + t * kd, a.v.data() + t * vd);
+          MNEMO_RETURN_IF_ERROR(attend_layer<Isa>(mem, l, u, ub, sh, ap, a, n_threads, "jamba"));
+          project_out<Isa>(L.wo, n, d, a, n_threads);
+        }
+        add_rows<Isa>(x, tmp, n, E);
+
+        norm_rows<Isa>(x, L.ffn_norm.data(), h, n, E, hp_.rms_eps);
+        gated_ffn<Isa>(L.gate, L.up, L.down, n, d, a, n_threads,
+                       [](float* g, const float* up, std::size_t F) { swiglu<Isa>(g, up, F); });
+        add_rows<Isa>(x, tmp, n, E);
       }
-      add_rows<Isa>(x, tmp, n, E);
 
-      norm_rows<Isa>(x, L.ffn_norm.data(), h, n, E, hp_.rms_eps);
-      gated_ffn<Isa>(L.gate, L.up, L.down, n, d, a, n_threads,
-                     [](float* g, const float* up, std::size_t F) { swiglu<Isa>(g, up, F); });
-      add_rows<Isa>(x, tmp, n, E);
-    }
-
-    const std::size_t n_out = head_.apply<Isa>(ub, x, h, E, hp_.rms_eps, a.logits.data(),
-                                               hp_.n_vocab, n_threads, a.mm_ws);
-    a.n_outputs = static_cast<std::uint32_t>(n_out);
-    return {};
+      const std::size_t n_out = head_.apply<Isa>(ub, x, h, E, hp_.rms_eps, a.logits.data(),
+                                                 hp_.n_vocab, n_threads, a.mm_ws);
+      a.n_outputs = static_cast<std::uint32_t>(n_out);
+      return {};
+    });
   }
 
  private:

@@ -108,27 +108,30 @@ class mamba_model {
   template <simd::isa_tag Isa = simd::native, recurrent_state_memory Memory>
   status forward(Memory& mem, std::size_t u, const ubatch& ub, mamba_workspace& ws,
                  int n_threads) const {
-    const std::size_t n = ub.n_tokens(), E = hp_.n_embd;
-    ws.n_outputs_ = 0;
-    if (n == 0) return {};
-    if (n > ws.n_ubatch_)
-      return make_status(status_code::invalid_argument,
-                         "mamba: micro-batch of %zu tokens exceeds the workspace's n_ubatch %u", n,
-                         ws.n_ubatch_);
-    float *x = ws.x_.data(), *h = ws.h_.data(), *tmp = ws.tmp_.data();
-    MNEMO_RETURN_IF_ERROR(embed_tokens<Isa>(ub, head_.token_embd, E, hp_.n_vocab, x, "mamba"));
-    for (std::size_t l = 0; l < hp_.n_layer; ++l) {
-      MNEMO_RETURN_IF_ERROR(ws.between_layers("mamba", l));
-      for (std::size_t t = 0; t < n; ++t)
-        rms_norm<Isa>(x + t * E, attn_norm_[l].data(), h + t * E, E, hp_.rms_eps);
-      MNEMO_RETURN_IF_ERROR(mamba_mixer_forward<Isa>(mixers_[l], hp_.ssm, hp_.rms_eps, mem, l, u, n,
-                                                     h, tmp, ws.mixer_, n_threads, ws.mm_ws_));
-      for (std::size_t t = 0; t < n; ++t) add_to<Isa>(x + t * E, tmp + t * E, E);
-    }
-    const std::size_t n_out = head_.apply<Isa>(ub, x, h, E, hp_.rms_eps, ws.logits_.data(),
-                                               hp_.n_vocab, n_threads, ws.mm_ws_);
-    ws.n_outputs_ = static_cast<std::uint32_t>(n_out);
-    return {};
+    // One parallel region for the micro-batch: the products share its threads.
+    return run_team(n_threads, [&]() -> status {
+      const std::size_t n = ub.n_tokens(), E = hp_.n_embd;
+      ws.n_outputs_ = 0;
+      if (n == 0) return {};
+      if (n > ws.n_ubatch_)
+        return make_status(status_code::invalid_argument,
+                           "mamba: micro-batch of %zu tokens exceeds the workspace's n_ubatch %u",
+                           n, ws.n_ubatch_);
+      float *x = ws.x_.data(), *h = ws.h_.data(), *tmp = ws.tmp_.data();
+      MNEMO_RETURN_IF_ERROR(embed_tokens<Isa>(ub, head_.token_embd, E, hp_.n_vocab, x, "mamba"));
+      for (std::size_t l = 0; l < hp_.n_layer; ++l) {
+        MNEMO_RETURN_IF_ERROR(ws.between_layers("mamba", l));
+        for (std::size_t t = 0; t < n; ++t)
+          rms_norm<Isa>(x + t * E, attn_norm_[l].data(), h + t * E, E, hp_.rms_eps);
+        MNEMO_RETURN_IF_ERROR(mamba_mixer_forward<Isa>(mixers_[l], hp_.ssm, hp_.rms_eps, mem, l, u,
+                                                       n, h, tmp, ws.mixer_, n_threads, ws.mm_ws_));
+        for (std::size_t t = 0; t < n; ++t) add_to<Isa>(x + t * E, tmp + t * E, E);
+      }
+      const std::size_t n_out = head_.apply<Isa>(ub, x, h, E, hp_.rms_eps, ws.logits_.data(),
+                                                 hp_.n_vocab, n_threads, ws.mm_ws_);
+      ws.n_outputs_ = static_cast<std::uint32_t>(n_out);
+      return {};
+    });
   }
 
  private:

@@ -5,13 +5,12 @@
 // that finishes is free for the next queued request at the following step.
 //
 // Prefix cache: a prefix_index over the running sequences and over finished prefixes
-// kept in n_cached spare sequences. An admitted request copies the longest shared
-// prefix with seq_cp (cells shared, copy-on-write under split streams) and decodes only
-// its suffix. A request whose prompt shares more with a slot still reading its prompt
-// waits for that slot to read the shared part and copies it then, so clients arriving
-// together with one system prompt read it once. Kept prefixes hold at most
-// cache_budget() tokens and are dropped least recently used first, also whenever a
-// decode finds no room.
+// kept in n_cached spare sequences (kept_prefixes.hpp). An admitted request copies the longest
+// shared prefix with seq_cp (cells shared, copy-on-write under split streams) and decodes only its
+// suffix. A request whose prompt shares more with a slot still reading its prompt waits for that
+// slot to read the shared part and copies it then, so clients arriving together with one system
+// prompt read it once. Kept prefixes hold at most cache_budget() tokens and are dropped least
+// recently used first, also whenever a decode finds no room.
 //
 //   auto s = scheduler::make(eng, opts);          // eng opened with engine_options_for
 //   (*s)->submit(std::move(req));                 // any thread
@@ -36,6 +35,7 @@
 #include "mnemo/batch/batch.hpp"
 #include "mnemo/engine/engine.hpp"
 #include "mnemo/sampling.hpp"
+#include "mnemo/serve/kept_prefixes.hpp"
 #include "mnemo/serve/metrics.hpp"
 #include "mnemo/serve/prefix_index.hpp"
 #include "mnemo/serve/request.hpp"
@@ -152,7 +152,7 @@ class scheduler {
       return false;
     }
     status st = decode(group);
-    while (st.code() == status_code::no_space && drop_least_recent()) st = decode(group);
+    while (st.code() == status_code::no_space && kept_.drop_least_recent()) st = decode(group);
     if (st.code() == status_code::no_space && group.size() > 1) {
       // Shared blocks that several slots write in one batch each need a copy; one slot
       // at a time needs fewer. Only a slot that still finds no room fails.
@@ -207,7 +207,11 @@ class scheduler {
     bool generating() const noexcept { return tokens.size() >= req.prompt.size(); }
   };
 
-  scheduler(engine& e, const scheduler_options& o) : e_(&e), o_(o), index_(o.block_tokens) {
+  scheduler(engine& e, const scheduler_options& o)
+      : e_(&e),
+        o_(o),
+        index_(o.block_tokens),
+        kept_(e, index_, o.n_slots, o.n_cached, o.cache_budget(), o.block_tokens) {
     slots_.resize(static_cast<std::size_t>(o.n_slots));
     for (seq_id i = 0; i < o.n_slots; ++i) slots_[static_cast<std::size_t>(i)].id = i;
     free_slots_ = slots_.size();
@@ -233,8 +237,6 @@ class scheduler {
                            static_cast<int>(t), e_->n_vocab());
     return {};
   }
-
-  bool is_cache_seq(seq_id s) const noexcept { return s >= o_.n_slots; }
 
   void admit() {
     for (slot& s : slots_) {
@@ -415,7 +417,7 @@ class scheduler {
     if (why == finish_reason::error) m_.requests_failed.fetch_add(1, std::memory_order_relaxed);
     if (why == finish_reason::cancelled)
       m_.requests_cancelled.fetch_add(1, std::memory_order_relaxed);
-    if (why != finish_reason::error) keep_prefix(s);
+    if (why != finish_reason::error) kept_.keep(s.id, s.tokens, ++clock_);
     (void)e_->seq_rm(s.id, -1, -1);
     index_.erase(s.id);
     s.busy = false;
@@ -432,58 +434,12 @@ class scheduler {
     sink->on_done(why, s.u, st);
   }
 
-  /// Moves a finished sequence into a spare one (shared cells, nothing computed).
-  void keep_prefix(const slot& s) {
-    if (o_.n_cached == 0 || s.tokens.size() < o_.block_tokens ||
-        s.tokens.size() > o_.cache_budget())
-      return;
-    // A kept prefix that this sequence extends says nothing more: drop it.
-    for (seq_id c = o_.n_slots; c < o_.n_slots + o_.n_cached; ++c)
-      if (index_.contains(c) && index_.tokens_of(c) <= s.tokens.size() &&
-          index_.longest(s.tokens, s.tokens.size(), [c](seq_id h) { return h == c; }).length ==
-              index_.tokens_of(c))
-        drop(c);
-    while (cached_tokens() + s.tokens.size() > o_.cache_budget())
-      if (!drop_least_recent()) return;
-    seq_id dst = -1;
-    for (seq_id c = o_.n_slots; c < o_.n_slots + o_.n_cached && dst < 0; ++c)
-      if (!index_.contains(c)) dst = c;
-    if (dst < 0) {
-      if (!drop_least_recent()) return;
-      for (seq_id c = o_.n_slots; c < o_.n_slots + o_.n_cached && dst < 0; ++c)
-        if (!index_.contains(c)) dst = c;
-    }
-    if (dst < 0 || !e_->seq_cp(s.id, dst, 0, static_cast<pos_t>(s.tokens.size())).is_ok()) {
-      if (dst >= 0) (void)e_->seq_rm(dst, -1, -1);
-      return;
-    }
-    index_.assign(dst, s.tokens, ++clock_);
-  }
-
-  std::size_t cached_tokens() const {
-    std::size_t n = 0;
-    for (seq_id c = o_.n_slots; c < o_.n_slots + o_.n_cached; ++c) n += index_.tokens_of(c);
-    return n;
-  }
-  void drop(seq_id c) {
-    (void)e_->seq_rm(c, -1, -1);
-    index_.erase(c);
-  }
-  bool drop_least_recent() {
-    const seq_id c = index_.least_recent([this](seq_id h) { return is_cache_seq(h); });
-    if (c < 0) return false;
-    drop(c);
-    return true;
-  }
-
   void publish() {
     std::uint64_t busy = 0;
     for (const slot& s : slots_) busy += s.busy;
     m_.slots_busy.store(busy, std::memory_order_relaxed);
-    std::uint64_t kept = 0;
-    for (seq_id c = o_.n_slots; c < o_.n_slots + o_.n_cached; ++c) kept += index_.contains(c);
-    m_.cached_prefixes.store(kept, std::memory_order_relaxed);
-    m_.cached_prefix_cells.store(cached_tokens(), std::memory_order_relaxed);
+    m_.cached_prefixes.store(kept_.count(), std::memory_order_relaxed);
+    m_.cached_prefix_cells.store(kept_.tokens_held(), std::memory_order_relaxed);
     const memory::memory_report r = e_->report();
     m_.cells_used.store(r.cells_used, std::memory_order_relaxed);
     m_.cells_total.store(r.cells, std::memory_order_relaxed);
@@ -492,6 +448,7 @@ class scheduler {
   engine* e_;
   scheduler_options o_;
   prefix_index index_;
+  kept_prefixes kept_;
   std::vector<slot> slots_;
   std::uint64_t clock_ = 0;
   step_report last_;

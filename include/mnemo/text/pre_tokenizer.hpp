@@ -7,6 +7,7 @@
 //   p.split("Hello world", ends, scratch);   // ends = {5, 11}
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -91,7 +92,7 @@ class pre_tokenizer {
                      pre_tokenize_scratch& s) const {
     ends.clear();
     if (text.empty()) return;
-    detail::decode_code_points(text, s);
+    detail::decode_code_points(text, s, /*classes=*/false);
     const auto n = static_cast<std::uint32_t>(s.cps.size());
     s.cuts.assign({0, n});
     for (const detail::regex_program& prog : programs_) {
@@ -127,9 +128,20 @@ class pre_tokenizer {
                                                           pre_tokenize_scratch& s) {
     const auto i = static_cast<std::size_t>(f);
     if (!s.units_built[i]) {
-      s.units[i].clear();
-      s.units[i].reserve(s.cps.size());
-      for (const std::uint32_t cp : s.cps) s.units[i].push_back(detail::make_unit(cp, f));
+      // ASCII units never change: one table per flavour, built once
+      static const auto ascii = [] {
+        std::array<std::array<detail::match_unit, 128>, 3> t{};
+        for (std::size_t fl = 0; fl < 3; ++fl)
+          for (std::uint32_t c = 0; c < 128; ++c)
+            t[fl][c] = detail::make_unit(c, static_cast<regex_flavour>(fl));
+        return t;
+      }();
+      std::vector<detail::match_unit>& units = s.units[i];
+      units.resize(s.cps.size());
+      for (std::size_t k = 0; k < s.cps.size(); ++k) {
+        const std::uint32_t cp = s.cps[k];
+        units[k] = cp < 0x80 ? ascii[i][cp] : detail::make_unit(cp, f);
+      }
       s.units_built[i] = true;
     }
     return s.units[i];

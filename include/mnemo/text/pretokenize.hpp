@@ -208,20 +208,28 @@ inline void split_llama3(const pre_tokenize_scratch& s, std::size_t b, std::size
 /// are single "other" code points, so every byte lands in exactly one word.
 namespace detail {
 
-/// Decodes `text` into s.cps / s.offsets / s.cls (and forgets the units of the last text).
-inline void decode_code_points(std::string_view text, pre_tokenize_scratch& s) {
-  s.cps.clear();
-  s.offsets.clear();
-  s.cls.clear();
-  for (std::size_t i = 0; i < text.size();) {
-    std::size_t len = 0;
-    const std::uint32_t cp = detail::decode_utf8(text, i, len);
-    s.cps.push_back(cp);
-    s.offsets.push_back(i);
-    s.cls.push_back(detail::classify(cp));
+/// Decodes `text` into s.cps / s.offsets / s.cls (and forgets the units of the last text);
+/// without `classes`, s.cls stays empty (the regex engine reads units instead).
+inline void decode_code_points(std::string_view text, pre_tokenize_scratch& s,
+                               bool classes = true) {
+  // at most one code point per byte: sized for that, written by index, then trimmed
+  s.cps.resize(text.size());
+  s.offsets.resize(text.size() + 1);
+  s.cls.resize(classes ? text.size() : 0);
+  std::size_t n = 0;
+  for (std::size_t i = 0; i < text.size(); ++n) {
+    std::uint32_t cp = static_cast<unsigned char>(text[i]);
+    std::size_t len = 1;
+    if (cp >= 0x80) cp = detail::decode_utf8(text, i, len);
+    s.cps[n] = cp;
+    s.offsets[n] = i;
+    if (classes) s.cls[n] = detail::classify(cp);
     i += len;
   }
-  s.offsets.push_back(text.size());
+  s.cps.resize(n);
+  s.offsets[n] = text.size();
+  s.offsets.resize(n + 1);
+  if (classes) s.cls.resize(n);
   s.units_built[0] = s.units_built[1] = s.units_built[2] = false;
 }
 

@@ -33,6 +33,7 @@
 #define MNEMO_TEXT_DETAIL_OK_ 1
 #include "mnemo/text/detail/byte_map.hpp"
 #include "mnemo/text/detail/hash_index.hpp"
+#include "mnemo/text/detail/merge_joints.hpp"
 #include "mnemo/text/detail/utf8.hpp"
 #pragma pop_macro("MNEMO_TEXT_DETAIL_OK_")
 
@@ -120,6 +121,9 @@ class vocab {
   /// The token for a raw byte: SPM and raw-text BPE `<0xNN>`; byte-level BPE the token
   /// of the byte's mapped character. k_no_token when the vocabulary has none.
   token_id byte_token(std::uint8_t b) const noexcept { return byte_tokens_[b]; }
+  /// The token whose text is the one ASCII character `c` (find() without hashing, for
+  /// the raw-text merge loop). @pre c < 0x80
+  token_id ascii_token(unsigned char c) const noexcept { return ascii_tokens_[c]; }
 
   /// An ASCII byte that no token of more than one byte contains: no SPM merge can span
   /// it, so the merge loop may treat the text on each side separately (exactly).
@@ -127,6 +131,8 @@ class vocab {
 
   /// BPE merges: (left, right) -> rank and merged token.
   const detail::merge_index& merges() const noexcept { return merges_; }
+  /// The unit pairs some BPE merge joins (detail/merge_joints.hpp).
+  const detail::merge_joints& joints() const noexcept { return joints_; }
 
   /// Control, user-defined and unknown tokens with non-empty text, longest text first
   /// (ties by id): the order in which text is searched for them.
@@ -150,6 +156,7 @@ class vocab {
   status load_types(const gguf::file& f);
   status load_specials(const gguf::file& f);
   status load_merges(const gguf::file& f);
+  void add_joint(std::string_view l, std::string_view r);
   void build_pieces();
 
   std::uint64_t serial_ = 0;
@@ -165,7 +172,9 @@ class vocab {
   std::vector<token_type> types_;       // [n]
   detail::text_index index_;
   detail::merge_index merges_;
+  detail::merge_joints joints_;
   std::array<token_id, 256> byte_tokens_{};
+  std::array<token_id, 128> ascii_tokens_{};
   std::array<bool, 128> barrier_{};
   std::vector<token_id> specials_;
   token_id bos_ = k_no_token, eos_ = k_no_token, unk_ = k_no_token, pad_ = k_no_token;
@@ -248,6 +257,7 @@ inline status vocab::load(const gguf::file& f) {
       detail::append_utf8(t, detail::k_byte_map.to_cp[b]);
     }
     byte_tokens_[b] = find(t);
+    if (b < 0x80) ascii_tokens_[b] = find(std::string(1, static_cast<char>(b)));
   }
   build_pieces();
   barrier_.fill(true);
@@ -356,8 +366,31 @@ inline status vocab::load_merges(const gguf::file& f) {
       return corrupt("tokenizer.ggml.merges: merge", i, msg);
     }
     merges_.insert(li, ri, static_cast<std::int32_t>(i), mi);
+    add_joint(l, r);
   }
   return {};
+}
+
+/// Records the units a merge joins: UTF-8 characters (raw text) or the bytes of the
+/// mapped characters. A side with a character outside the byte map is no symbol the
+/// byte-level merge loop can make, so its merge joins nothing.
+inline void vocab::add_joint(std::string_view l, std::string_view r) {
+  if (l.empty() || r.empty()) return;
+  std::size_t last = l.size() - 1;
+  while (last > 0 && (static_cast<unsigned char>(l[last]) & 0xC0) == 0x80) --last;
+  const std::string_view x = l.substr(last);
+  const std::string_view y =
+      r.substr(0, std::min(detail::utf8_len_from_lead(static_cast<unsigned char>(r[0])), r.size()));
+  if (has(pre_flag::raw_text)) {
+    joints_.add(detail::pack_unit(x), detail::pack_unit(y));
+    return;
+  }
+  std::size_t len = 0;
+  const int bx = detail::k_byte_map.to_byte(detail::decode_utf8(x, 0, len));
+  const int by = detail::k_byte_map.to_byte(detail::decode_utf8(y, 0, len));
+  if (bx < 0 || by < 0) return;
+  const char cx = static_cast<char>(bx), cy = static_cast<char>(by);
+  joints_.add(detail::pack_unit({&cx, 1}), detail::pack_unit({&cy, 1}));
 }
 
 /// What each token decodes to: normal SPM, WordPiece and space-escaping BPE tokens with

@@ -66,7 +66,29 @@
 #include "mnemo/memory/token_checks.hpp"
 #include "mnemo/memory/types.hpp"
 
+namespace mnemo::attention {
+class workspace;  // attention/attend.hpp: attend_reads passes them to a lane reader
+struct options;
+}  // namespace mnemo::attention
+
 namespace mnemo::memory {
+
+namespace detail {
+/// The per-lane reader of a policy that declares one (evict::lane_reading), else an
+/// empty stand-in that is never stored.
+template <class P>
+struct lane_reader_of {
+  struct type {
+    void touched(std::size_t) noexcept {}
+    void reset() noexcept {}
+  };
+};
+template <class P>
+requires evict::lane_reading<P>
+struct lane_reader_of<P> {
+  using type = typename P::lane_reader;
+};
+}  // namespace detail
 
 enum class position_mode : std::uint8_t {
   original,  // tokens keep their positions (kvpress, H2O, SnapKV; no re-rotation)
@@ -160,11 +182,16 @@ class bounded {
   /// n_head_kv x capacity one-head rows, each lane owning the cells it holds, and the
   /// heads' kept sizes are allocated together after each call.
   static constexpr bool pooled = evict::head_allocating<Policy>;
+  /// Quest / ThinK (evict/quest_reads.hpp, evict/think_keys.hpp): decode rows are read
+  /// through a per-lane reader (attend_reads, called by model::attend_observed).
+  static constexpr bool reads_hooked = evict::lane_reading<Policy>;
+  using lane_reader = typename detail::lane_reader_of<Policy>::type;
 
   /// One (sequence, layer[, KV head]): slot positions (< 0: free) and the policy's state.
   struct lane {
     std::vector<pos_t> pos;    // [lane slots]
     std::vector<float> state;  // [lane slots * state_floats]
+    std::vector<float> stats;  // [lane_floats]: the policy's state of the whole lane
     std::size_t live = 0;      // slots with pos >= 0
     std::size_t top = 0;       // 1 + the highest live slot (0: empty)
     std::size_t base = 0;      // the lane's first storage row in its layer (its pool's, pooled)
@@ -190,6 +217,10 @@ class bounded {
       return make_status(status_code::invalid_argument,
                          "bounded: a head-allocating policy (AdaKV) needs kv_granularity::"
                          "per_kv_head and no head_budgets (it chooses them)");
+    if (reads_hooked && cfg.granularity != kv_granularity::per_layer)
+      return make_status(status_code::invalid_argument,
+                         "bounded: a policy with a lane reader (Quest, ThinK) needs "
+                         "kv_granularity::per_layer");
     if (cfg.granularity == kv_granularity::per_kv_head && cfg.shape.n_head_kv == 0)
       return make_status(status_code::invalid_argument, "bounded: per_kv_head needs n_head_kv > 0");
     MNEMO_RETURN_IF_ERROR(check_layer_windows("bounded", cfg.windows, cfg.shape.n_layer));
@@ -230,6 +261,7 @@ class bounded {
     b.v_part_ = b.kv_[0].v_row_bytes() / sizeof(VE);
     b.rot_ = key_rotator<KE>(cfg.rope, row_shape.n_head_kv, cfg.shape.d_k);
     b.lanes_.resize(n_seq * L * b.lh_);
+    b.lane_floats_ = evict::lane_floats_of(b.policy_, row_shape.n_head_kv, cfg.shape.d_k);
     for (std::size_t s = 0; s < n_seq; ++s)
       for (std::size_t l = 0; l < L; ++l) {
         std::size_t row = s * b.seq_rows_[l];
@@ -240,6 +272,7 @@ class bounded {
                                            : cfg.budget_of(l, h) + cfg.max_ubatch;
           ln.pos.assign(slots, -1);
           ln.state.assign(slots * state_floats, 0.0f);
+          ln.stats.assign(b.lane_floats_, 0.0f);
           ln.base = row;
           if (!pooled) row += slots;
         }
@@ -250,6 +283,12 @@ class bounded {
     }
     b.pos_max_.assign(n_seq, -1);
     b.snap_of_.assign(b.lanes_.size(), -1);
+    if constexpr (reads_hooked)
+      for (std::size_t i = 0; i < b.lanes_.size(); ++i) {
+        MNEMO_ASSIGN_OR_RETURN(lane_reader r,
+                               b.policy_.make_reader(cfg.shape.n_head_kv, cfg.shape.d_k, cfg.rope));
+        b.readers_.push_back(std::move(r));
+      }
     return b;
   }
 
@@ -288,6 +327,8 @@ class bounded {
   std::size_t page_cells(std::size_t layer) const noexcept {
     return std::size_t{1} << page_shift_[layer];
   }
+  /// Floats of the policy's per-lane state (evict::lane_floats_of; 0: none).
+  std::size_t lane_floats() const noexcept { return lane_floats_; }
   const bounded_view_stats& view_stats() const noexcept { return vstats_; }
   void reset_view_stats() noexcept { vstats_ = {}; }
   bool can_shift() const noexcept { return cfg_.shift_supported; }
@@ -344,6 +385,7 @@ class bounded {
       dtype::encode_row<Isa>(v + h * hk * cfg_.shape.d_v, v_part(layer, ss.seq, slot, h),
                              hk * cfg_.shape.d_v);
       policy_.on_insert(step(ss, layer, h), view_of(mut_lane(ss.seq, layer, h)), slot, k, v);
+      key_changed(ss.seq, layer, h, slot);
     }
   }
 
@@ -365,6 +407,19 @@ class bounded {
                     const attention::query_batch& q) noexcept {
     call_ = {layer, u, sh, q.q, true};
   }
+  /// Quest / ThinK: when every sequence of micro-batch u has one token, each row is
+  /// attended by its lane's reader (handled = true); otherwise the readers see the
+  /// prefill rows and the caller attends with the kernel (handled = false).
+  template <simd::isa_tag Isa>
+  status attend_reads(std::size_t layer, std::size_t u, const attention::shape& sh,
+                      const attention::params& p, const attention::query_batch& q,
+                      const layer_views& lv, float* out, attention::workspace& ws,
+                      const attention::options& opt, bool& handled);
+  /// The reader of lane (s, layer) (reads_hooked).
+  const lane_reader& reader_of(seq_id s, std::size_t layer) const noexcept {
+    return readers_[lane_index(s, layer, 0)];
+  }
+
   /// Fills `sink` with the buffers of the signals that the sequences' policy asks for
   /// in this layer and call (mass, lse, logits; only those); false when none asks
   /// for any signal (null-sink path).
@@ -377,6 +432,7 @@ class bounded {
 
   // ---- for state_read (bounded_state.hpp) ----------------------------------------
   lane& mutable_lane(seq_id s, std::size_t layer, std::size_t head = 0) noexcept {
+    if constexpr (reads_hooked) readers_[lane_index(s, layer, head)].reset();
     return mut_lane(s, layer, head);
   }
   /// The K/V row of slot `slot` of lane (s, layer, head): all KV heads per layer,
@@ -399,6 +455,15 @@ class bounded {
   /// rows, and returns the pages above to the pool (a no-op for other lanes).
   void fit_pages(seq_id s, std::size_t layer, std::size_t head) noexcept;
   void set_pos_max(seq_id s, pos_t p) noexcept { pos_max_[static_cast<std::size_t>(s)] = p; }
+  /// Pooled: the free pages of pool (s, layer), the next one taken last.
+  const std::vector<std::uint32_t>& free_pages(seq_id s, std::size_t layer) const noexcept {
+    return free_pages_[pool_index(s, layer)];
+  }
+  std::vector<std::uint32_t>& mutable_free_pages(seq_id s, std::size_t layer) noexcept {
+    return free_pages_[pool_index(s, layer)];
+  }
+  /// Pooled: pages in the pool of one (sequence, layer).
+  std::size_t pool_pages(std::size_t layer) const noexcept { return pool_pages_[layer]; }
   /// Recounts live and top over slots [0, top) (every slot above top is free).
   static void recount_below_top(lane& ln) noexcept {
     std::size_t live = 0, top = 0;
@@ -435,7 +500,7 @@ class bounded {
   struct snapshot {  // a lane at the start of the batch: its slots [0, top) only
     std::size_t lane;
     std::vector<pos_t> pos;
-    std::vector<float> state;
+    std::vector<float> state, stats;
     std::vector<std::uint8_t> saved;  // row saved (per slot)
     std::size_t live, top;
     std::vector<std::uint32_t> pages;       // pooled: the lane's pages
@@ -454,7 +519,14 @@ class bounded {
   lane& mut_lane(seq_id s, std::size_t layer, std::size_t head = 0) noexcept {
     return lanes_[lane_index(s, layer, head)];
   }
-  static evict::slot_view view_of(lane& ln) noexcept { return {ln.pos, ln.state}; }
+  static evict::slot_view view_of(lane& ln) noexcept { return {ln.pos, ln.state, ln.stats}; }
+  /// The K row of a slot changed (written, moved into, re-rotated): its reader re-reads it.
+  void key_changed(seq_id s, std::size_t layer, std::size_t head, std::size_t slot) noexcept {
+    if constexpr (reads_hooked) readers_[lane_index(s, layer, head)].touched(slot);
+  }
+  void reset_readers() noexcept {
+    for (lane_reader& r : readers_) r.reset();
+  }
   evict::step_info step(const seq_step& ss, std::size_t layer, std::size_t head) const noexcept {
     return {layer, ss.seq, ss.pos_end, ss.n_new, head, lh_ > 1};
   }
@@ -546,6 +618,7 @@ class bounded {
   /// Rotates the cached key part of (s, slot, head) by `shift` positions (K-shift).
   void rotate_key(std::size_t layer, seq_id s, std::size_t slot, std::size_t head, pos_t shift) {
     rot_.template rotate<simd::scalar>(k_part(layer, s, slot, head), shift);
+    key_changed(s, layer, head, slot);
   }
   template <class NewPos>
   status shift_positions(seq_id s, pos_t p0, pos_t p1, const char* op, NewPos new_pos);
@@ -558,10 +631,12 @@ class bounded {
   std::vector<unsigned> page_shift_;     // pooled: [n_layer] log2 of the page size
   std::vector<std::size_t> pool_pages_;  // pooled: [n_layer] pages per pool
   std::vector<std::vector<std::uint32_t>> free_pages_;  // pooled: [n_seq, n_layer] free lists
+  std::size_t lane_floats_ = 0;                         // the policy's floats per lane
   std::vector<std::size_t> head_kept_;        // AdaKV: [lanes_per_layer] kept after this call
   std::vector<unsigned char> head_rescored_;  // AdaKV: [lanes_per_layer] rescored in this call
   std::size_t k_part_ = 0, v_part_ = 0;       // K / V elements of one lane's row
   std::vector<lane> lanes_;                   // [n_seq_max, n_layer, lanes_per_layer]
+  std::vector<lane_reader> readers_;          // [lanes] when reads_hooked, else empty
   std::vector<pos_t> pos_max_;                // [n_seq_max] logical newest position
   std::vector<planned> plan_;
   // transaction
@@ -606,3 +681,4 @@ class bounded {
 #include "mnemo/memory/bounded/bounded_adakv_impl.hpp"
 #include "mnemo/memory/bounded/bounded_eviction_impl.hpp"
 #include "mnemo/memory/bounded/bounded_impl.hpp"
+#include "mnemo/memory/bounded/bounded_reads_impl.hpp"

@@ -36,6 +36,7 @@ void bounded<P, KE, VE>::touch_lane(std::size_t li, const std::vector<std::uint3
   sn.pos.assign(ln.pos.begin(), ln.pos.begin() + top);
   sn.state.assign(ln.state.begin(),
                   ln.state.begin() + top * static_cast<std::ptrdiff_t>(state_floats));
+  sn.stats.assign(ln.stats.begin(), ln.stats.end());
   sn.saved.assign(ln.top, 0);
   sn.live = ln.live;
   sn.top = ln.top;
@@ -129,6 +130,7 @@ void bounded<P, KE, VE>::rollback() {
       std::fill(ln.pos.begin() + static_cast<std::ptrdiff_t>(sn.top),
                 ln.pos.begin() + static_cast<std::ptrdiff_t>(std::max(sn.top, ln.top)), -1);
       std::copy(sn.state.begin(), sn.state.end(), ln.state.begin());
+      std::copy(sn.stats.begin(), sn.stats.end(), ln.stats.begin());
       ln.live = sn.live;
       ln.top = sn.top;
       if constexpr (pooled) {
@@ -138,6 +140,7 @@ void bounded<P, KE, VE>::rollback() {
       }
     }
     pos_max_ = tx_pos_max_;
+    reset_readers();  // restored rows may be ones a reader had read
   }
   commit();
 }
@@ -258,6 +261,7 @@ void bounded<P, KE, VE>::move_slot(seq_id s, std::size_t layer, std::size_t head
   std::memcpy(k_part(layer, s, to, head), k_part(layer, s, from, head), k_part_bytes());
   std::memcpy(v_part(layer, s, to, head), v_part(layer, s, from, head), v_part_bytes());
   note_move(from, to, ln.pos[from], ln.pos[from]);
+  key_changed(s, layer, head, to);
   ln.pos[to] = ln.pos[from];
   for (std::size_t i = 0; i < state_floats; ++i)
     ln.state[to * state_floats + i] = ln.state[from * state_floats + i];
@@ -299,6 +303,12 @@ status bounded<P, KE, VE>::seq_rm(seq_id s, pos_t p0, pos_t p1) {
       }
     pos_t& pm = pos_max_[static_cast<std::size_t>(q)];
     if (pm >= 0 && r.p0 <= pm && pm < r.p1) pm = r.p0 - 1;  // the history now ends at p0
+    if (pm < 0)  // nothing of the sequence is left: its lanes start afresh
+      for (std::size_t l = 0; l < cfg_.shape.n_layer; ++l)
+        for (std::size_t h = 0; h < lh_; ++h) {
+          auto& st = mut_lane(q, l, h).stats;
+          std::fill(st.begin(), st.end(), 0.0f);
+        }
   }
   return {};
 }
@@ -340,6 +350,7 @@ status bounded<P, KE, VE>::seq_cp(seq_id src, seq_id dst, pos_t p0, pos_t p1) {
     for (std::size_t h = 0; h < lh_; ++h) {
       lane& b = mut_lane(dst, l, h);
       const lane& a = lane_of(src, l, h);
+      b.stats = a.stats;  // the copy continues src's history (its query statistics)
       std::size_t slot = 0;
       for (std::size_t j = 0; j < a.top; ++j) {
         if (a.pos[j] < 0 || !r.contains(a.pos[j])) continue;
@@ -352,6 +363,7 @@ status bounded<P, KE, VE>::seq_cp(seq_id src, seq_id dst, pos_t p0, pos_t p1) {
         std::copy_n(a.state.begin() + static_cast<std::ptrdiff_t>(j * state_floats), state_floats,
                     b.state.begin() + static_cast<std::ptrdiff_t>(slot * state_floats));
         std::memcpy(k_part(l, dst, slot, h), k_part(l, src, j, h), k_part_bytes());
+        key_changed(dst, l, h, slot);
         std::memcpy(v_part(l, dst, slot, h), v_part(l, src, j, h), v_part_bytes());
       }
       recount_below_top(b);
@@ -426,10 +438,12 @@ void bounded<P, KE, VE>::clear(bool data) {
   rollback();
   for (lane& ln : lanes_) {
     std::fill(ln.pos.begin(), ln.pos.end(), -1);
+    std::fill(ln.stats.begin(), ln.stats.end(), 0.0f);
     ln.live = ln.top = 0;
     ln.pages.clear();
   }
   for (std::size_t g = 0; g < free_pages_.size(); ++g) reset_pool(g);
+  reset_readers();
   std::fill(pos_max_.begin(), pos_max_.end(), -1);
   if (data)
     for (auto& kv : kv_) kv.zero();

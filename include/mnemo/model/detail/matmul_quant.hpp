@@ -1,9 +1,10 @@
 // mul_mat for the weight-only quantised types (q4_1, q5_0, q5_1, q2_K .. q6_K), as ggml
 // computes them on the CPU: each token's x is rounded to the weight type's activation
 // blocks once (q8_K, q8_1 or q8_0: detail/quant_dot.hpp), then every output is one
-// integer dot product per block (quant_dot<Isa>::dot). One kernel serves one token and
-// many: the rows are split over the threads in one contiguous range each, and tokens
-// go through a range in groups (quant_token_group: up to 160 KiB of rounded x), so that a
+// integer dot product per block (quant_dot<Isa>::dot; for the k-quants on x86 with two or
+// more tokens, k_tile_rows: 4 rows at a time, each super-block unpacked once per token
+// group, the same floats). The rows are split over the threads in one contiguous range each, and
+// tokens go through a range in groups (quant_token_group: up to 160 KiB of rounded x), so that a
 // group's rounded x stays in L2 while the rows stream past it once per group.
 #pragma once
 
@@ -80,7 +81,20 @@ void quant_rows(const weight& w, std::size_t r0, std::size_t r1, const unsigned 
   const std::size_t group = quant_token_group(x_bytes);
   for (std::size_t t0 = 0; t0 < n_tok; t0 += group) {
     const std::size_t t1 = std::min(n_tok, t0 + group);
-    for (std::size_t r = r0; r < r1; ++r) {
+    std::size_t r = r0;
+    if constexpr (is_k_quant<E> && quant_dot<Isa>::k_tiles) {
+      // Two or more tokens: 4 rows at a time, each super-block unpacked once per group.
+      for (; t1 - t0 >= 2 && r + 4 <= r1; r += 4) {
+        for (std::size_t k = 4; k < 8 && r + k < r1; ++k) {
+          const auto* p = reinterpret_cast<const unsigned char*>(w.row(r + k));
+          for (std::size_t i = 0; i < w.row_bytes; i += 64) simd::prefetch(p + i, target);
+        }
+        const E* rows[4];
+        for (std::size_t k = 0; k < 4; ++k) rows[k] = reinterpret_cast<const E*>(w.row(r + k));
+        quant_dot<Isa>::template k_tile_rows<E>(rows, nb, qx, x_bytes, t0, t1, y + r, y_stride);
+      }
+    }
+    for (; r < r1; ++r) {
       if (r + ahead < r1) {
         const auto* p = reinterpret_cast<const unsigned char*>(w.row(r + ahead));
         for (std::size_t i = 0; i < w.row_bytes; i += 64) simd::prefetch(p + i, target);

@@ -4,17 +4,37 @@ template <>
 struct quant_dot<MNEMO_TARGET_ISA> {
   using isa = MNEMO_TARGET_ISA;
 
-  /// AVX2 and AVX-512 unpack and multiply codes 32 at a time (quant_dot_x86.inl); the
-  /// others run the scalar loops, which the compiler may vectorise.
+  /// AVX2 and AVX-512 unpack and multiply codes 32 at a time (quant_dot_x86.inl); NEON
+  /// unpacks with the scalar loops and sums 16 products at a time (sum_products_).
   static constexpr bool x86_ = std::is_same_v<isa, simd::avx2> || std::is_same_v<isa, simd::avx512>;
+
+  /// k_tile_rows (x86): the k-quants' many-token kernel over 4 rows at a time.
+  static constexpr bool k_tiles = x86_;
 
 #if defined(MNEMO_ARCH_X86_64)
 #include "mnemo/model/detail/quant_dot_x86.inl"
 #endif
 
-  /// sum_i q_i a_i over one group of n codes.
+  /// sum_i q_i a_i over one group of n codes (n a multiple of 16). NEON: 16 at a time,
+  /// with sdot where the target has it, else widening multiplies (|q a| <= 128 * 127
+  /// fits 16 bits) summed pairwise into 32-bit lanes; exact either way.
   static MNEMO_INLINE std::int32_t sum_products_(const std::int8_t* q, const std::int8_t* a,
                                                  std::size_t n) noexcept {
+#if defined(MNEMO_ARCH_AARCH64)
+    if constexpr (std::is_same_v<isa, simd::neon>) {
+      int32x4_t acc = vdupq_n_s32(0);
+      for (std::size_t i = 0; i < n; i += 16) {
+        const int8x16_t qv = vld1q_s8(q + i), av = vld1q_s8(a + i);
+#if defined(__ARM_FEATURE_DOTPROD)
+        acc = vdotq_s32(acc, qv, av);
+#else
+        acc = vpadalq_s16(acc, vmull_s8(vget_low_s8(qv), vget_low_s8(av)));
+        acc = vpadalq_s16(acc, vmull_high_s8(qv, av));
+#endif
+      }
+      return vaddvq_s32(acc);
+    }
+#endif
     std::int32_t s = 0;
     for (std::size_t i = 0; i < n; ++i) s += q[i] * a[i];
     return s;

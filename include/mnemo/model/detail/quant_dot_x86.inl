@@ -138,3 +138,128 @@ static MNEMO_INLINE void legacy_sums4_(const E* b, const A* a, std::int32_t* out
   const __m128i s = _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
   _mm_storeu_si128(reinterpret_cast<__m128i*>(out), s);
 }
+
+/// One super-block of 4 rows unpacked once for all the tokens of a group (k_tile_rows):
+/// the codes made non-negative (q3_K, q6_K: plus 4 or 32, taken back out through x's
+/// group sums, so the integer sums are the ones of k_isum_), each vector's two group
+/// scales in its two 128-bit halves, and per row the 16-bit factors of x's 16 group
+/// sums: the mins (msum) or -offset * scale (added to isum).
+template <class E>
+struct k_tile_ {
+  __m256i q[4][8];
+  __m256i sc[4][8];
+  __m256i gs[4];
+  float d[4], dmin[4];
+};
+
+template <class E>
+static constexpr int k_code_offset_ = std::is_same_v<E, dtype::block_q3_K>   ? 4
+                                      : std::is_same_v<E, dtype::block_q6_K> ? 32
+                                                                             : 0;
+
+template <class E>
+static MNEMO_INLINE void k_tile_unpack_(const E* const* rows, std::size_t b,
+                                        k_tile_<E>& t) noexcept {
+  constexpr int off = k_code_offset_<E>;
+  for (std::size_t r = 0; r < 4; ++r) {
+    const E& blk = rows[r][b];
+    k_codes_(blk, t.q[r]);
+    if constexpr (off != 0)
+      for (std::size_t v = 0; v < 8; ++v)
+        t.q[r][v] = _mm256_add_epi8(t.q[r][v], _mm256_set1_epi8(static_cast<char>(off)));
+    k_group_scales s;
+    group_scales(blk, s);
+    for (std::size_t v = 0; v < 8; ++v)
+      t.sc[r][v] =
+          _mm256_set_m128i(_mm_set1_epi16(s.scale[2 * v + 1]), _mm_set1_epi16(s.scale[2 * v]));
+    if constexpr (has_min<E>) {
+      t.gs[r] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s.min));
+      t.dmin[r] = half_(blk.dmin);
+    } else {
+      t.gs[r] = _mm256_mullo_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(s.scale)),
+                                   _mm256_set1_epi16(static_cast<short>(-off)));
+      t.dmin[r] = 0.0f;
+    }
+    t.d[r] = half_(blk.d);
+  }
+}
+
+/// The 8 lane sums of v[0..7] (3 rounds of pairwise adds for all eight).
+static MNEMO_INLINE void hsum8_epi32_(const __m256i* v, std::int32_t* out) noexcept {
+  const __m256i a = _mm256_hadd_epi32(_mm256_hadd_epi32(v[0], v[1]), _mm256_hadd_epi32(v[2], v[3]));
+  const __m256i b = _mm256_hadd_epi32(_mm256_hadd_epi32(v[4], v[5]), _mm256_hadd_epi32(v[6], v[7]));
+  const __m256i s = _mm256_add_epi32(_mm256_permute2x128_si256(a, b, 0x20),
+                                     _mm256_permute2x128_si256(a, b, 0x31));
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), s);
+}
+
+/// The 4 lane sums of v[0..3].
+static MNEMO_INLINE void hsum4_epi32_(const __m256i* v, std::int32_t* out) noexcept {
+  const __m256i a = _mm256_hadd_epi32(_mm256_hadd_epi32(v[0], v[1]), _mm256_hadd_epi32(v[2], v[3]));
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(out),
+                   _mm_add_epi32(_mm256_castsi256_si128(a), _mm256_extracti128_si256(a, 1)));
+}
+
+/// isum and msum of the tile's 4 rows against NT tokens' blocks, [4 x NT] row-major:
+/// per vector of 32 codes, the tokens' codes are loaded once for the 4 rows and each
+/// row's codes and scales once for the NT tokens.
+template <class E, std::size_t NT>
+static MNEMO_INLINE void k_tile_sums_(const k_tile_<E>& w, const dtype::block_q8_K* const* a,
+                                      std::int32_t* isum, std::int32_t* msum) noexcept {
+  __m256i acc[4 * NT];
+  for (auto& v : acc) v = _mm256_setzero_si256();
+  for (std::size_t v = 0; v < 8; ++v) {
+    __m256i av[NT];
+    for (std::size_t t = 0; t < NT; ++t)
+      av[t] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[t]->qs + 32 * v));
+    for (std::size_t r = 0; r < 4; ++r)
+      for (std::size_t t = 0; t < NT; ++t)
+        acc[r * NT + t] = _mm256_add_epi32(
+            acc[r * NT + t], _mm256_madd_epi16(_mm256_maddubs_epi16(w.q[r][v], av[t]), w.sc[r][v]));
+  }
+  __m256i gsum[4 * NT];
+  for (std::size_t t = 0; t < NT; ++t) {
+    const __m256i bs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[t]->bsums));
+    for (std::size_t r = 0; r < 4; ++r) gsum[r * NT + t] = _mm256_madd_epi16(bs, w.gs[r]);
+  }
+  if constexpr (!has_min<E>)
+    for (std::size_t i = 0; i < 4 * NT; ++i) acc[i] = _mm256_add_epi32(acc[i], gsum[i]);
+  if constexpr (NT == 2) {
+    hsum8_epi32_(acc, isum);
+    if constexpr (has_min<E>) hsum8_epi32_(gsum, msum);
+  } else {
+    hsum4_epi32_(acc, isum);
+    if constexpr (has_min<E>) hsum4_epi32_(gsum, msum);
+  }
+}
+
+/// y[t][0..3] = rows[0..3] . x_t for the tokens [t0, t1) of rounded x (qx, x_bytes
+/// apart): each super-block of the 4 rows is unpacked once for all of them, where dot()
+/// unpacks it once per token. The same integer sums and the same f32 steps (combine_k,
+/// block by block in row order) as dot(), so the same floats. @pre nb blocks per row
+template <class E>
+static void k_tile_rows(const E* const* rows, std::size_t nb, const unsigned char* qx,
+                        std::size_t x_bytes, std::size_t t0, std::size_t t1, float* y,
+                        std::size_t y_stride) noexcept {
+  using A = dtype::block_q8_K;
+  for (std::size_t t = t0; t < t1; ++t)
+    for (std::size_t r = 0; r < 4; ++r) y[t * y_stride + r] = 0.0f;
+  k_tile_<E> w;
+  for (std::size_t b = 0; b < nb; ++b) {
+    k_tile_unpack_(rows, b, w);
+    std::size_t t = t0;
+    const auto step = [&]<std::size_t NT>(std::integral_constant<std::size_t, NT>) {
+      const A* a[NT];
+      for (std::size_t k = 0; k < NT; ++k)
+        a[k] = reinterpret_cast<const A*>(qx + (t + k) * x_bytes) + b;
+      alignas(32) std::int32_t isum[4 * NT], msum[4 * NT] = {};
+      k_tile_sums_<E, NT>(w, a, isum, msum);
+      for (std::size_t r = 0; r < 4; ++r)
+        for (std::size_t k = 0; k < NT; ++k)
+          combine_k<E>(w.d[r], w.dmin[r], a[k]->d, isum[r * NT + k], msum[r * NT + k],
+                       y[(t + k) * y_stride + r]);
+    };
+    for (; t + 2 <= t1; t += 2) step(std::integral_constant<std::size_t, 2>{});
+    if (t < t1) step(std::integral_constant<std::size_t, 1>{});
+  }
+}

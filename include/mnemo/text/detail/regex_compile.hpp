@@ -19,6 +19,7 @@
 #error "mnemo/text/detail/* headers are internal: include mnemo/text/tokenizer.hpp"
 #endif
 
+#include <atomic>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -86,6 +87,7 @@ class regex_compiler {
     if (pos_ != cps_.size()) return error("unbalanced ')'");
     MNEMO_RETURN_IF_ERROR(emit(root));
     prog_.code.push_back({regex_op::match});
+    const std::size_t pattern_end = prog_.code.size();
     // Lookahead bodies after the pattern (a body may add more lookaheads).
     for (std::size_t i = 0; i < look_roots_.size(); ++i) {
       prog_.lookaheads[i].entry = static_cast<std::uint32_t>(prog_.code.size());
@@ -102,7 +104,36 @@ class regex_compiler {
           c.ascii_units[a >> 6] |= std::uint64_t{1} << (a & 63);
     compute_first();
     mark_possessive_runs();
+    describe_for_dfa(pattern_end);
     return {};
+  }
+
+  /// The lazy DFA steps over one unit at a time: it takes a program whose lookaheads
+  /// and assertions look at no more than the unit being stepped over.
+  void describe_for_dfa(std::size_t pattern_end) {
+    static std::atomic<std::uint64_t> next_serial{1};
+    prog_.serial = next_serial.fetch_add(1, std::memory_order_relaxed);
+    prog_.dfa_ok = true;
+    for (std::size_t pc = 0; pc < pattern_end; ++pc) {
+      const regex_inst& in = prog_.code[pc];
+      if (in.op == regex_op::look && prog_.lookaheads[in.arg].single_class < 0)
+        prog_.dfa_ok = false;
+      if (in.op == regex_op::assertion &&
+          (static_cast<assertion_kind>(in.arg) == assertion_kind::word_boundary ||
+           static_cast<assertion_kind>(in.arg) == assertion_kind::not_word_boundary))
+        prog_.dfa_ok = false;
+    }
+    // collapsed placeholders lie above every range; otherwise no class may list ranges
+    auto has_ranges = [](const char_class& c, auto&& self) -> bool {
+      if (!c.ranges.empty()) return true;
+      for (const char_class& a : c.also)
+        if (self(a, self)) return true;
+      return false;
+    };
+    prog_.props_only = true;
+    if (prog_.flavour != regex_flavour::collapsed)
+      for (const char_class& c : prog_.classes)
+        if (has_ranges(c, has_ranges)) prog_.props_only = false;
   }
 
   /// A greedy run whose continuation cannot start on any unit of its class (and cannot

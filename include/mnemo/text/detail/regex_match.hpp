@@ -22,11 +22,13 @@
 #error "mnemo/text/detail/* headers are internal: include mnemo/text/tokenizer.hpp"
 #endif
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <span>
 #include <vector>
 
+#include "mnemo/text/detail/regex_dfa.hpp"
 #include "mnemo/text/detail/regex_program.hpp"
 
 namespace mnemo::text::detail {
@@ -42,18 +44,38 @@ class regex_matcher {
     b_ = b;
     e_ = e;
     steps_ = 0;
-    budget_ = 64 * (e - b + 1) + 4096;
-    memo_.clear();
-    words_per_pos_ = (p.code.size() + 63) / 64;
-    reset_caches(p);
-
+    lazy_dfa* dfa = use_dfa_ && p.dfa_ok ? &dfa_for(p) : nullptr;
+    // The DFA forgets failures between searches, so a pattern whose failing searches
+    // scan to the piece's end (`a*b|a` on a run of a's) would cost O(length^2); past a
+    // linear budget of steps the backtracker, whose memo bounds it, takes over.
+    const std::size_t dfa_budget_total = 4 * (e - b + 1) + 1024;
+    std::size_t dfa_budget = dfa_budget_total;
+    // the backtracker's state is set up when it is first needed (rules split many
+    // small pieces, most of them by the DFA alone)
+    bool backtracker_ready = false;
+    auto backtrack = [&](std::size_t start, bool nn) {
+      if (!backtracker_ready) {
+        budget_ = 64 * (e - b + 1) + 4096;
+        memo_.clear();
+        words_per_pos_ = (p.code.size() + 63) / 64;
+        reset_caches(p);
+        backtracker_ready = true;
+      }
+      return match_at(start, nn);
+    };
     std::size_t from = b;
     bool not_null = false;
     while (from <= e) {
       std::size_t start = from, end = 0;
       bool found = false;
       for (; start <= e; ++start) {
-        const std::int64_t r = match_at(start, not_null && start == from);
+        const bool nn = not_null && start == from;
+        std::int64_t r =
+            dfa ? dfa->match_at(units, b, e, start, nn, dfa_budget) : lazy_dfa::k_gave_up;
+        if (r == lazy_dfa::k_gave_up) {
+          if (dfa_budget == 0) dfa = nullptr;  // searches that rescan far: backtrack
+          r = backtrack(start, nn);
+        }
         if (r >= 0) {
           end = static_cast<std::size_t>(r);
           found = true;
@@ -63,10 +85,11 @@ class regex_matcher {
       if (!found) break;
       cuts.push_back(static_cast<std::uint32_t>(start));
       cuts.push_back(static_cast<std::uint32_t>(end));
-      clear_memo_at(end);
+      if (backtracker_ready) clear_memo_at(end);
       not_null = end == start;
       from = end;
     }
+    steps_ += dfa_budget_total - dfa_budget;
   }
 
   /// Whether the pattern matches units[b, e) from `b` (anchored; for tests): the end, or -1.
@@ -84,8 +107,12 @@ class regex_matcher {
     return match_at(b, false);
   }
 
-  /// Backtracking steps taken by the last call (for the bounded-work tests).
+  /// Steps (backtracking and DFA) taken by the last call (for the bounded-work tests).
   std::size_t steps() const noexcept { return steps_; }
+
+  /// Whether split() runs programs that allow it through the lazy DFA (on by default;
+  /// tests compare both engines).
+  void use_lazy_dfa(bool on) noexcept { use_dfa_ = on; }
 
  private:
   enum class frame_kind : std::uint8_t { state, greedy_run, lazy_run };
@@ -348,6 +375,22 @@ class regex_matcher {
     return false;
   }
 
+  /// The DFA cache of `p` (one per program recently split with; the oldest is reused).
+  lazy_dfa& dfa_for(const regex_program& p) {
+    for (lazy_dfa& d : dfas_)
+      if (d.serial() == p.serial) {
+        d.bind(p);
+        return d;
+      }
+    constexpr std::size_t k_max_programs = 8;
+    if (dfas_.size() < k_max_programs) dfas_.emplace_back();
+    std::rotate(dfas_.begin(), dfas_.end() - 1, dfas_.end());  // newest first
+    dfas_.front().bind(p);
+    return dfas_.front();
+  }
+
+  bool use_dfa_ = true;
+  std::vector<lazy_dfa> dfas_;
   const regex_program* prog_ = nullptr;
   std::span<const match_unit> units_;
   std::size_t b_ = 0, e_ = 0;

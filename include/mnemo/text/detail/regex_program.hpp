@@ -146,6 +146,10 @@ struct regex_program {
   std::vector<char_class> classes;
   std::vector<regex_lookahead> lookaheads;
   std::vector<first_units> first;  // [code.size()]
+  // Set by the compiler for the matcher's lazy DFA (regex_dfa.hpp):
+  std::uint64_t serial = 0;  // tells programs apart (a DFA cache belongs to one)
+  bool dfa_ok = false;       // no lookahead of more than one class, no \b or \B
+  bool props_only = false;   // class bits alone decide a non-ASCII unit's membership
 };
 
 }  // namespace mnemo::text::detail
