@@ -1,16 +1,18 @@
 // bench/evict: one decode step of a bounded cache at budget B (one layer, f16 K/V,
 // d 128, 8 KV heads x group 4, 1 thread), split into the attention call and the
 // policy's bookkeeping (prepare, apply, write, views, statistics setup, scoring,
-// eviction, commit). Counters: attn_us, book_us and book/attn, the target
-// being book/attn <= 0.10 at B = 1024; cells_read, the most cells one lane's view
-// handed to attention (B + 1 with budget_rule::kept, B with budget_rule::read).
-// BM_attend_plain is the same attention with attend() directly: streaming_llm's
+// eviction, commit). Counters: attn_us, book_us and book/attn (wall time), the target
+// being book/attn <= 0.10 at B = 1024, and attn_cpu_us, book/attn_cpu (this thread's
+// CPU time: on a shared machine wall time also counts other processes' slices); cells_read, the
+// most cells one lane's view handed to attention (B + 1 with budget_rule::kept, B with
+// budget_rule::read). BM_attend_plain is the same attention with attend() directly: streaming_llm's
 // null-sink path must cost the same. The `_per_head` variants keep per-KV-head lanes
 // (one attention call per layer, each (token, KV head) a row over its head's own
 // cells); compare their attn_us with the per-layer rows.
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <ctime>
 #include <vector>
 
 #include "common/bench_main.hpp"
@@ -66,6 +68,14 @@ struct q_hitter_bench : evict::q_hitter {
   }
 };
 
+/// This thread's CPU time in ns: on a shared machine the wall time of a phase also
+/// counts other processes' time slices, so the *_cpu counters split the step by it.
+double thread_cpu_ns() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) * 1e9 + static_cast<double>(t.tv_nsec);
+}
+
 template <class Policy, memory::kv_granularity G = memory::kv_granularity::per_layer,
           memory::budget_rule R = memory::budget_rule::kept>
 struct decode_setup {
@@ -96,11 +106,13 @@ struct decode_setup {
     c.rule = R;
     return memory::bounded<Policy, E>::make(c).value();
   }
-  /// One decode step; accumulates attention and bookkeeping nanoseconds.
-  void step(double* attn_ns, double* book_ns) {
+  /// One decode step; accumulates attention and bookkeeping nanoseconds (wall, and
+  /// this thread's CPU time in cpu[0] / cpu[1]).
+  void step(double* attn_ns, double* book_ns, double* cpu = nullptr) {
     using clk = std::chrono::steady_clock;
     for (auto* a : {&q, &k, &v})
       for (float& x : *a) x = static_cast<float>(g.normal());
+    const double c0 = cpu ? thread_cpu_ns() : 0.0;
     const auto t0 = clk::now();
     const pos_t pos[1] = {next++};
     const seq_id seq[1] = {0};
@@ -116,6 +128,7 @@ struct decode_setup {
     attention::mass_sink sink;
     const bool stats = m.stats_sink(0, 0, sink);
     const auto t1 = clk::now();
+    const double c1 = cpu ? thread_cpu_ns() : 0.0;
     if constexpr (G == memory::kv_granularity::per_kv_head) {
       (void)model::detail::attend_lanes<simd::native, E, E, mem_t::wants_kernel_stats>(
           k_hkv, sh, ap, qb, lv, out.data(), ws, {1}, stats, sink);
@@ -129,9 +142,15 @@ struct decode_setup {
       (void)attention::attend<simd::native, E, E>(sh, ap, qb, lv.streams, out.data(), ws, {1});
     }
     const auto t2 = clk::now();
+    const double c2 = cpu ? thread_cpu_ns() : 0.0;
     (void)m.after_attention(0, 0, stats);
     m.commit();
     const auto t3 = clk::now();
+    if (cpu) {
+      const double c3 = thread_cpu_ns();
+      cpu[0] += c2 - c1;
+      cpu[1] += (c1 - c0) + (c3 - c2);
+    }
     if (attn_ns) *attn_ns += std::chrono::duration<double, std::nano>(t2 - t1).count();
     if (book_ns)
       *book_ns += std::chrono::duration<double, std::nano>((t1 - t0) + (t3 - t2)).count();
@@ -142,12 +161,14 @@ template <class Policy, memory::kv_granularity G = memory::kv_granularity::per_l
           memory::budget_rule R = memory::budget_rule::kept>
 void BM_decode_step(benchmark::State& state) {
   decode_setup<Policy, G, R> s(static_cast<std::size_t>(state.range(0)));
-  double attn = 0, book = 0;
-  for (auto _ : state) s.step(&attn, &book);
+  double attn = 0, book = 0, cpu[2] = {0, 0};
+  for (auto _ : state) s.step(&attn, &book, cpu);
   const double n = static_cast<double>(state.iterations());
   state.counters["attn_us"] = attn / n / 1e3;
   state.counters["book_us"] = book / n / 1e3;
   state.counters["book/attn"] = book / attn;
+  state.counters["attn_cpu_us"] = cpu[0] / n / 1e3;
+  state.counters["book/attn_cpu"] = cpu[1] / cpu[0];
   state.counters["cells_read"] = static_cast<double>(s.m.view_stats().max_cells);
 }
 
@@ -206,8 +227,8 @@ BENCHMARK(BM_decode_step_per_head<evict::h2o>)->ArgName("B")->Arg(1024)->Arg(409
 BENCHMARK(BM_decode_step_per_head<evict::tova>)->ArgName("B")->Arg(1024)->Arg(4096);
 BENCHMARK(BM_decode_step_per_head<evict::snapkv>)->ArgName("B")->Arg(1024)->Arg(4096);
 BENCHMARK(BM_decode_step_read<evict::h2o>)->ArgName("B")->Arg(1024);
-// AdaKV: per-head lanes in one shared pool, budgets allocated over the heads per step
-// (each head's view spans the pool: cells_read counts the pool prefix).
+// AdaKV: per-head lanes in one shared pool of pages, budgets allocated over the heads
+// per step (each head's view: one segment per run of its pages, its own cells only).
 BENCHMARK(BM_decode_step_per_head<evict::adakv<evict::h2o>>)->ArgName("B")->Arg(1024);
 BENCHMARK(BM_decode_step_per_head<evict::adakv<evict::tova>>)->ArgName("B")->Arg(1024);
 BENCHMARK(BM_decode_step_per_head_read<evict::h2o>)->ArgName("B")->Arg(1024);
@@ -239,9 +260,10 @@ struct dense_cells {
 
 /// Quest: bookkeeping = appending the step's key to the page metadata + selecting the
 /// top pages; attention = quest_attend over the selected pages. B = cells read
-/// (top_pages x page), ctx = cells held. The selection reads every page's min/max
-/// (f32, 2 / page of the held keys' elements), so its share grows with ctx / B. bytes_read /
-/// full_bytes: K/V (and page metadata) bytes one step reads against attending every cell.
+/// (top_pages x page), ctx = cells held. The selection computes one bound per page and
+/// query head (2 d FMAs, as attention spends per cell read), so its share is about
+/// ctx / (page x B) of the attention's arithmetic. bytes_read / full_bytes: K/V (and
+/// page metadata) bytes one step reads against attending every cell.
 void BM_quest_step(benchmark::State& state) {
   using clk = std::chrono::steady_clock;
   const std::size_t B = static_cast<std::size_t>(state.range(0)),
@@ -263,24 +285,31 @@ void BM_quest_step(benchmark::State& state) {
   const pos_t qpos[1] = {static_cast<pos_t>(ctx - 1)};
   const seq_id qseq[1] = {0};
   const attention::query_batch qb{c.q.data(), 1, qpos, qseq, nullptr};
-  double attn = 0, book = 0;
+  double attn = 0, book = 0, attn_cpu = 0, book_cpu = 0;
   std::size_t step = 0;
   for (auto _ : state) {
+    const double c0 = thread_cpu_ns();
     const auto t0 = clk::now();
     if (tail.n_cells() == page) tail.clear();
     tail.append(&c.kf[(step++ % ctx) * k_hkv * k_d]);
     ix.select(c.q.data(), k_group);
     const auto t1 = clk::now();
+    const double c1 = thread_cpu_ns();
     (void)evict::quest_attend<simd::native, E, E>(ix, cells, sh, ap, qb, c.out.data(), ws, scr,
                                                   {1});
     const auto t2 = clk::now();
+    const double c2 = thread_cpu_ns();
     book += std::chrono::duration<double, std::nano>(t1 - t0).count();
     attn += std::chrono::duration<double, std::nano>(t2 - t1).count();
+    book_cpu += c1 - c0;
+    attn_cpu += c2 - c1;
   }
   const double n = static_cast<double>(state.iterations());
   state.counters["attn_us"] = attn / n / 1e3;
   state.counters["book_us"] = book / n / 1e3;
   state.counters["book/attn"] = book / attn;
+  state.counters["attn_cpu_us"] = attn_cpu / n / 1e3;
+  state.counters["book/attn_cpu"] = book_cpu / attn_cpu;
   state.counters["bytes_read"] = static_cast<double>(evict::quest_bytes_read<E, E>(ix, sh));
   state.counters["full_bytes"] = static_cast<double>(ctx * k_hkv * k_d * 2 * sizeof(E));
 }

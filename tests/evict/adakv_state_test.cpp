@@ -2,8 +2,8 @@
 // loads into a fresh memory (whole, or one sequence into another) and continues
 // exactly as the saved one (every output and the next file byte for byte); the file
 // records the pool's budget, rule and alpha, and another layout is refused naming
-// both; truncated or hostile files (a pool slot outside the pool or held by two
-// heads) get a status and change nothing.
+// both; truncated or hostile files (a slot outside its head's slots, a pool page
+// held by two heads, slots beyond the page map) get a status and change nothing.
 #include <cstring>
 #include <string>
 #include <vector>
@@ -218,24 +218,36 @@ TEST(EvictAdakvState, TruncatedAndHostileFilesGetAStatus) {
   }
   // Payload: layout word, budget layout (rule, kind, n_lanes, n_lanes budgets, alpha),
   // n_seq, then sequence 0 (id, pos_max) and its first lane: count, then per cell
-  // (pos, slot, score), K rows, V rows; the second lane follows.
+  // (pos, slot, score), K rows, V rows, page map; the second lane follows.
   const std::size_t lanes0 = 4 + 12 + 4 * k_layers * k_kv + 4 + 4 + 8;
   std::uint32_t n0 = 0;
   std::memcpy(&n0, file.data() + memory::state_header::bytes + lanes0, 4);
   ASSERT_GT(n0, 0u);
-  const std::size_t first_slot = lanes0 + 4 + 4, lane1 = lanes0 + 4 + n0 * (12 + 2 * 4 * k_d);
+  const std::size_t first_slot = lanes0 + 4 + 4;
   auto outside = resealed(a, file, [&](std::vector<std::uint8_t>& p) {
-    const std::uint32_t bad = static_cast<std::uint32_t>(a.lane_slots());
+    const std::uint32_t bad = static_cast<std::uint32_t>(a.lane_slots(0, 0));
     std::memcpy(p.data() + first_slot, &bad, 4);
   });
   expect_refused(m, outside, status_code::corrupt_data, {"pool slot"}, "slot outside the pool");
+  // Lane 0's page map (u32 n, pages) follows its V rows; lane 1 follows it.
+  const std::size_t cell_bytes = 12 + 2 * 4 * k_d, pages0 = lanes0 + 4 + n0 * cell_bytes;
+  std::uint32_t np0 = 0;
+  std::memcpy(&np0, file.data() + memory::state_header::bytes + pages0, 4);
+  ASSERT_GT(np0, 0u);
+  const std::size_t lane1 = pages0 + 4 + 4 * np0;
   auto twice = resealed(a, file, [&](std::vector<std::uint8_t>& p) {
     std::uint32_t n1 = 0;
     std::memcpy(&n1, p.data() + lane1, 4);
-    ASSERT_GT(n1, 0u);
-    std::memcpy(p.data() + lane1 + 4 + 4, p.data() + first_slot, 4);  // head 1 takes head 0's
+    ASSERT_GT(n1, 0u);  // head 1 maps head 0's first page
+    std::memcpy(p.data() + lane1 + 4 + n1 * cell_bytes + 4, p.data() + pages0 + 4, 4);
   });
-  expect_refused(m, twice, status_code::corrupt_data, {"held twice"}, "slot held by two heads");
+  expect_refused(m, twice, status_code::corrupt_data, {"held twice"}, "page held by two heads");
+  // Head 0's last cell moved to the top of its slots: its page map no longer covers it.
+  auto over = resealed(a, file, [&](std::vector<std::uint8_t>& p) {
+    const std::uint32_t last = static_cast<std::uint32_t>(a.lane_slots(0, 0) - 1);
+    std::memcpy(p.data() + first_slot + (n0 - 1) * 12, &last, 4);
+  });
+  expect_refused(m, over, status_code::corrupt_data, {"pages"}, "slots beyond the page map");
 }
 
 }  // namespace

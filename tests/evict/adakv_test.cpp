@@ -8,6 +8,7 @@
 // head's budget; the heads' budgets are ragged and sum to n_head_kv x B; bad configs
 // get a status (state files: adakv_state_test.cpp).
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -163,10 +164,39 @@ TEST(EvictAdakv, KeptSetsAndOutputsMatchFp64) {
           total += got.size();
         }
         EXPECT_EQ(total, std::min<std::size_t>(4 * budget, 4 * 120));
+        // Each head's view holds its own cells only (one segment per run of pool pages):
+        // at most its kept cells and the call's tokens.
+        const std::size_t widest = *std::max_element(m.max_kept.begin(), m.max_kept.end());
+        EXPECT_LE(r.max_view_cells, widest + 8);
         ASSERT_EQ(r.out.size(), m.out.size());
         for (std::size_t i = 0; i < r.out.size(); ++i)
           ASSERT_NEAR(r.out[i], m.out[i], 2e-4) << "first difference at output " << i;
       }
+}
+
+// With alpha = 1 every head keeps its own top B: the per-KV-head lanes' rule. The pooled
+// cache keeps the same cells and attends to them alike (pages of 1 to 16 cells).
+TEST(EvictAdakv, AlphaOneIsThePerHeadLanes) {
+  run_options o;
+  o.granularity = memory::kv_granularity::per_kv_head;
+  for (std::size_t budget : {5, 40, 300}) {
+    SCOPED_TRACE(::testing::Message() << "budget " << budget);
+    const synthetic s = random_rows(400, 4, 2, 11);
+    ev::adakv<planted> p;
+    p.alpha = 1.0;
+    const run_result pooled = run_synthetic(s, 300, 8, budget, p, o);
+    const run_result lanes = run_synthetic(s, 300, 8, budget, planted{}, o);
+    for (std::size_t h = 0; h < 4; ++h) {
+      std::vector<pos_t> a = pooled.kept_per_lane[h], b = lanes.kept_per_lane[h];
+      std::sort(a.begin(), a.end());
+      std::sort(b.begin(), b.end());
+      ASSERT_EQ(a, b) << "head " << h;
+    }
+    EXPECT_EQ(pooled.max_view_cells, lanes.max_view_cells);
+    ASSERT_EQ(pooled.out.size(), lanes.out.size());
+    for (std::size_t i = 0; i < pooled.out.size(); ++i)
+      ASSERT_NEAR(pooled.out[i], lanes.out[i], 1e-5) << "first difference at output " << i;
+  }
 }
 
 TEST(EvictAdakv, RaggedBudgetsCostUniformBytes) {
@@ -186,11 +216,18 @@ TEST(EvictAdakv, RaggedBudgetsCostUniformBytes) {
   for (const auto& k : m.kept) smallest = std::min(smallest, k.size());
   EXPECT_GT(largest, B) << "the budgets must come out ragged";
   EXPECT_LT(smallest, B);
-  // Uniform budget B (per layer, and per head with every head at B): the same bytes.
+  // Uniform budget B (per layer, and per head with every head at B): the same bytes,
+  // plus the pool's slack of one partly filled page per head (pages of C rows, C at
+  // most (B + max_ubatch) / 16): here C = 2, 4 x 32 rows + 4 rows of slack.
   memory::bounded_config u = c;
   u.granularity = memory::kv_granularity::per_layer;
   auto uniform = memory::bounded<planted, float>::make(u).value();
-  EXPECT_EQ(pooled.report().total_bytes, uniform.report().total_bytes);
+  const std::size_t row_bytes = 2 * 16 * sizeof(float), C = pooled.page_cells(0);
+  EXPECT_EQ(C, 2u);
+  EXPECT_EQ(pooled.rows_per_seq(0), (4 * 32 + 4 * (C - 1)) / C * C);
+  EXPECT_EQ(pooled.report().total_bytes, pooled.rows_per_seq(0) * row_bytes);
+  EXPECT_EQ(uniform.report().total_bytes, 4 * 32 * row_bytes);
+  EXPECT_LE(pooled.report().total_bytes * 16, uniform.report().total_bytes * 17);
   // Lanes sized for the largest head's budget (what per-head lanes without a pool
   // need to hold these ragged sets): n_head_kv x (largest + max_ubatch) rows.
   memory::bounded_config w = c;
@@ -203,7 +240,7 @@ TEST(EvictAdakv, RaggedBudgetsCostUniformBytes) {
   for (const auto& k : r.kept_per_lane) held += k.size();
   EXPECT_EQ(held, 4 * B);
   std::printf(
-      "AdaKV B %zu: pooled %zu bytes = uniform %zu bytes; lanes for the largest head "
+      "AdaKV B %zu: pooled %zu bytes, uniform %zu bytes; lanes for the largest head "
       "(%zu) %zu bytes\n",
       B, pooled.report().total_bytes, uniform.report().total_bytes, largest,
       widest.report().total_bytes);
@@ -227,13 +264,24 @@ TEST(EvictAdakv, AttentionScorerKeepsTheTotal) {
   for (float x : r.out) ASSERT_TRUE(std::isfinite(x));
 }
 
+void rollback_case(std::size_t budget, std::size_t first, std::size_t second);
+
 // A transaction of several micro-batches evicts in one head's lane and reuses the cell
 // for another head's token; rollback restores every lane and every row byte for byte.
+// Pool pages of 1, 2 and 4 cells (budgets 6, 28, 60).
 TEST(EvictAdakv, RollbackAcrossMicroBatchesIsExact) {
-  const synthetic s = random_rows(60, 4, 2, 5);
+  for (const auto [budget, first, second] :
+       {std::array<std::size_t, 3>{6, 3, 3}, {28, 10, 6}, {60, 17, 6}}) {
+    SCOPED_TRACE(::testing::Message() << "budget " << budget);
+    rollback_case(budget, first, second);
+  }
+}
+
+void rollback_case(std::size_t budget, std::size_t first, std::size_t second) {
+  const synthetic s = random_rows(4 * (first + second), 4, 2, 5);
   memory::bounded_config c;
   c.shape = {1, 4, 16, 16};
-  c.budget = 6;
+  c.budget = budget;
   c.max_ubatch = 4;
   c.rope.layout = attention::rope_layout::none;
   c.granularity = memory::kv_granularity::per_kv_head;
@@ -267,7 +315,7 @@ TEST(EvictAdakv, RollbackAcrossMicroBatchesIsExact) {
                        .is_ok()));
     }
   };
-  run(0, 3);
+  run(0, first);
   m.commit();
   auto snapshot = [&] {
     std::vector<float> bytes;
@@ -286,7 +334,7 @@ TEST(EvictAdakv, RollbackAcrossMicroBatchesIsExact) {
     return bytes;
   };
   const std::vector<float> before = snapshot();
-  run(12, 3);
+  run(4 * first, second);
   EXPECT_NE(snapshot(), before);
   m.rollback();
   EXPECT_EQ(snapshot(), before);

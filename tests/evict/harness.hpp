@@ -136,7 +136,7 @@ run_result run_synthetic(const synthetic& s, std::size_t n_prefill, std::size_t 
     for (std::size_t j = 0; j < n; ++j)
       m.write_kv(0, 0, j, &s.k[(t + j) * Hk * d], &s.v[(t + j) * Hk * d]);
     m.views(0, 0, lv);
-    for (const auto& seg : lv.segments) r.max_view_cells = std::max(r.max_view_cells, seg.n_cells);
+    for (const auto& st : lv.streams) r.max_view_cells = std::max(r.max_view_cells, st.n_cells());
     EXPECT_EQ(r.max_view_cells, m.view_stats().max_cells);
     out.assign(n * H * d, 0.0f);
     const attention::query_batch qb{&s.q[t * H * d], n, pos.data(), seq.data(), nullptr};

@@ -182,8 +182,11 @@ void check_case(const case_spec& c, std::uint64_t seed, double tol) {
   std::size_t cells_read = 0;
   for (std::size_t s = 0; s < want.size(); ++s) cells_read += ix.selected_cells(s);
   const std::size_t per_set_heads = c.per_head ? 1 : c.n_head_kv;
+  const std::size_t np = (c.n_cells + c.page - 1) / c.page, B = evict::quest_index::page_block;
+  const std::size_t meta_bytes = (np + B - 1) / B * B * c.n_head_kv * c.d * 2 * sizeof(float);
+  EXPECT_EQ(ix.metadata_bytes(), meta_bytes);
   EXPECT_EQ((evict::quest_bytes_read<E, E>(ix, sh)),
-            cells_read * per_set_heads * 2 * c.d * sizeof(E) + 2 * ix.page_min().size() * 4);
+            cells_read * per_set_heads * 2 * c.d * sizeof(E) + meta_bytes);
   EXPECT_LE(ix.selected_cells(0), qc.read_budget());
 }
 
@@ -198,6 +201,70 @@ TEST(EvictQuest, SelectionAndAttentionMatchFp64) {
       check_case<float>(c, seed, 2e-5);
       check_case<dtype::f16>(c, seed, 1e-3);
     }
+}
+
+// The vectorised page bounds (a block of pages per vector pass, four query rows at a
+// time, then two, then one) equal the scalar bound() bit for bit on this CPU's ISA
+// and on the scalar path, for partial blocks, odd d_k and every group size to 5; the
+// index's min/max equal the keys' recomputed ones.
+TEST(EvictQuest, BlockBoundsEqualTheScalarBound) {
+  for (std::uint64_t seed = 1; seed <= 3; ++seed)
+    for (std::size_t d : {1, 3, 8, 20})
+      for (std::size_t n_cells : {1, 5, 63, 64, 65, 140}) {
+        const case_spec c{n_cells, 4, 3, 2, 5, d, true};
+        SCOPED_TRACE(::testing::Message() << "seed " << seed << " d " << d << " cells " << n_cells);
+        const data x = make_data(c, seed);
+        auto ix = evict::quest_index::make({4, 3, 2, d, true}).value();
+        for (std::size_t j = 0; j < n_cells; ++j) ix.append(&x.k[j * 2 * d]);
+        const std::size_t np = ix.n_pages(), B = evict::quest_index::page_block;
+        for (std::size_t p = 0; p < np; ++p)
+          for (std::size_t h = 0; h < 2; ++h)
+            for (std::size_t ch = 0; ch < d; ++ch) {
+              float lo = 1e30f, hi = -1e30f;
+              for (std::size_t j = p * 4; j < std::min(n_cells, p * 4 + 4); ++j) {
+                lo = std::min(lo, x.k[(j * 2 + h) * d + ch]);
+                hi = std::max(hi, x.k[(j * 2 + h) * d + ch]);
+              }
+              ASSERT_EQ(ix.page_min(p, h, ch), lo) << "page " << p;
+              ASSERT_EQ(ix.page_max(p, h, ch), hi) << "page " << p;
+            }
+        // The index's metadata blocks, read back through page_min / page_max.
+        std::vector<float> meta((np + B - 1) / B * 2 * d * 2 * B, 0.0f);
+        for (std::size_t p = 0; p < np; ++p)
+          for (std::size_t h = 0; h < 2; ++h)
+            for (std::size_t ch = 0; ch < d; ++ch) {
+              float* blk = &meta[((p / B * 2 + h) * d + ch) * 2 * B + p % B];
+              blk[0] = ix.page_min(p, h, ch);
+              blk[B] = ix.page_max(p, h, ch);
+            }
+        for (std::size_t group = 1; group <= 5; ++group) {
+          std::vector<float> qpm(group * d * 2);
+          for (std::size_t h = 0; h < 2; ++h) {
+            const float* q = &x.q[h * 5 * d];  // the first `group` rows of head h
+            for (std::size_t i = 0; i < group * d; ++i) {
+              qpm[2 * i] = q[i] > 0.0f ? q[i] : 0.0f;
+              qpm[2 * i + 1] = q[i] < 0.0f ? q[i] : 0.0f;
+            }
+            for (std::size_t b = 0; b * B < np; ++b) {
+              std::vector<float> nat(B, -1e30f), sca(B, -1e30f);
+              const float* blk = &meta[(b * 2 + h) * d * 2 * B];
+              evict::detail::quest_block_bounds<simd::native>(blk, qpm.data(), group, d,
+                                                              nat.data());
+              evict::detail::quest_block_bounds<simd::scalar>(blk, qpm.data(), group, d,
+                                                              sca.data());
+              for (std::size_t i = 0; i < B && b * B + i < np; ++i) {
+                float want = -1e30f;
+                for (std::size_t r = 0; r < group; ++r)
+                  want = std::max(want, ix.bound(b * B + i, h, q + r * d));
+                ASSERT_EQ(nat[i], want)
+                    << "group " << group << " head " << h << " page " << b * B + i;
+                ASSERT_EQ(sca[i], want)
+                    << "group " << group << " head " << h << " page " << b * B + i;
+              }
+            }
+          }
+        }
+      }
 }
 
 TEST(EvictQuest, EveryPageSelectedIsThePlainKernel) {

@@ -194,6 +194,12 @@ TEST(EvictRules, PyramidScheduleAndPerLayerBudgets) {
   cfg.rope.layout = mnemo::attention::rope_layout::none;
   auto m = mnemo::memory::bounded<ev::last_recent, float>::make(cfg).value();
   EXPECT_EQ(m.capacity(), 28u);
+  // Each layer stores its own budget + max_ubatch rows: 28, 17 and 9.
+  const std::size_t row = 2 * s.n_head_kv * s.d * sizeof(float);
+  EXPECT_EQ(m.report().total_bytes, (28u + 17u + 9u) * row);
+  for (std::size_t l = 0; l < 3; ++l)
+    EXPECT_EQ(m.report().layers[l].k_bytes + m.report().layers[l].v_bytes,
+              (cfg.layer_budgets[l] + 8) * row);
   mnemo::attention::workspace ws;
   mnemo::memory::layer_views lv;
   const mnemo::attention::shape sh{s.n_head, s.n_head_kv, s.d, s.d};
@@ -252,6 +258,12 @@ TEST(EvictRules, DuoAttentionRaggedHeadBudgets) {
   ev::streaming_llm p;
   p.n_sink = 4;
   auto m = mnemo::memory::bounded<ev::streaming_llm, float>::make(cfg, p).value();
+  // Each head stores its own budget + max_ubatch rows of one head: (24 + 8) + (10 + 8),
+  // not 2 x (24 + 8) as lanes sized for the largest budget would.
+  const std::size_t head_row = 2 * s.d * sizeof(float);
+  EXPECT_EQ(m.report().total_bytes, (32u + 18u) * head_row);
+  EXPECT_EQ(m.lane_slots(0, 0), 32u);
+  EXPECT_EQ(m.lane_slots(0, 1), 18u);
   mnemo::attention::workspace ws;
   mnemo::memory::layer_views lv;
   const mnemo::attention::shape sh{s.n_head, s.n_head_kv, s.d, s.d};

@@ -8,11 +8,13 @@
 // position, higher slot.
 //
 // Storage (memory::bounded with kv_granularity::per_kv_head): the heads of one
-// (sequence, layer) share one pool of n_head_kv x (B + max_ubatch) one-head rows, and
-// each head's lane owns the pool cells it holds (its positions mark the others
-// empty), so the bytes are those of uniform budget B however ragged the B_h are:
-// lanes sized for the largest head would need n_head_kv x max B_h. A head's view
-// covers the pool up to its highest cell and the kernel reads only its own cells.
+// (sequence, layer) share one pool of pages (a power of two of one-head rows, up to
+// the attention kernel's 64-cell block), n_head_kv x (B + max_ubatch) rows plus one
+// partly filled page per head, so the bytes are uniform budget B's (within 1/16)
+// however ragged the B_h are; lanes sized for the largest head would need n_head_kv
+// x (max B_h + max_ubatch). Each head's cells are a dense run of slots mapped onto its
+// pages, taken from and returned to the pool's free list; its view has one segment
+// per run of consecutive pages, so attention reads only the head's own cells.
 #pragma once
 
 #include "mnemo/evict/concepts.hpp"

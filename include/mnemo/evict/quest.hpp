@@ -15,14 +15,18 @@
 #pragma once
 
 #include <algorithm>
+#include <bit>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <span>
 #include <vector>
 
 #include "mnemo/base/status.hpp"
 #include "mnemo/evict/concepts.hpp"
+#include "mnemo/evict/detail/quest_bounds.hpp"
 
 namespace mnemo::evict {
 
@@ -45,8 +49,15 @@ struct quest_config {
 };
 
 /// Page metadata of one stream (one sequence in one layer) and the per-step selection.
+///
+/// Cost of a step: one bound per page per query head, 2 d_k FMAs, against attention's
+/// 2 d_k FMAs per query head and read cell: about n_pages / (top_pages x page_size) of
+/// the attention's arithmetic, so the selection stays under a tenth of it while the
+/// held context is below ~0.1 x read budget x page_size (docs/eviction.md, measured).
 class quest_index {
  public:
+  static constexpr std::size_t page_block = detail::quest_page_block;
+
   static result<quest_index> make(const quest_config& c) {
     MNEMO_RETURN_IF_ERROR(c.validate());
     quest_index ix;
@@ -63,78 +74,84 @@ class quest_index {
   /// Appends the key of the next cell, k: [n_head_kv, d_k] f32 (post-RoPE). The
   /// page's min/max are updated in place: O(n_head_kv * d_k) per token.
   void append(const float* k) {
-    const std::size_t row = cfg_.n_head_kv * cfg_.d_k;
-    if (n_cells_ % cfg_.page_size == 0) {
-      lo_.insert(lo_.end(), k, k + row);
-      hi_.insert(hi_.end(), k, k + row);
-    } else {
-      float* lo = lo_.data() + (n_pages() - 1) * row;
-      float* hi = hi_.data() + (n_pages() - 1) * row;
-      for (std::size_t i = 0; i < row; ++i) {
-        lo[i] = std::min(lo[i], k[i]);
-        hi[i] = std::max(hi[i], k[i]);
-      }
+    const std::size_t H = cfg_.n_head_kv, d = cfg_.d_k, B = page_block;
+    const std::size_t page = n_cells_ / cfg_.page_size, lane = page % B;
+    const bool first = n_cells_ % cfg_.page_size == 0;
+    if (first && lane == 0) meta_.resize(meta_.size() + H * d * 2 * B, 0.0f);
+    float* blk = meta_.data() + (page / B) * H * d * 2 * B;
+    for (std::size_t i = 0; i < H * d; ++i) {
+      float* lo = blk + i * 2 * B + lane;
+      float* hi = lo + B;
+      *lo = first ? k[i] : std::min(*lo, k[i]);
+      *hi = first ? k[i] : std::max(*hi, k[i]);
     }
     ++n_cells_;
   }
   void clear() noexcept {
     n_cells_ = 0;
-    lo_.clear();
-    hi_.clear();
+    meta_.clear();
   }
 
-  /// [n_pages, n_head_kv, d_k] per-channel minimum / maximum of each page's keys.
-  std::span<const float> page_min() const noexcept { return lo_; }
-  std::span<const float> page_max() const noexcept { return hi_; }
+  /// Channel c's minimum / maximum over the keys of KV head h in `page`.
+  float page_min(std::size_t page, std::size_t h, std::size_t c) const noexcept {
+    return meta_[meta_index(page, h, c)];
+  }
+  float page_max(std::size_t page, std::size_t h, std::size_t c) const noexcept {
+    return meta_[meta_index(page, h, c) + page_block];
+  }
+  /// Bytes of page metadata a select() reads: whole blocks of page_block pages.
+  std::size_t metadata_bytes() const noexcept { return meta_.size() * sizeof(float); }
 
-  /// The bound U(q, page) of KV head h's page for one query row q: [d_k].
+  /// The bound U(q, page) of KV head h's page for one query row q: [d_k]; the number
+  /// select() computes (channels in order, one FMA each).
   float bound(std::size_t page, std::size_t h, const float* q) const noexcept {
-    const std::size_t off = (page * cfg_.n_head_kv + h) * cfg_.d_k;
-    const float* lo = lo_.data() + off;
-    const float* hi = hi_.data() + off;
-    // Eight independent partial sums: a single running sum is a dependency chain the
-    // compiler may not reorder (no fast-math), and this loop is Quest's whole cost.
-    constexpr std::size_t W = 8;
-    float acc[W] = {};
-    std::size_t c = 0;
-    for (; c + W <= cfg_.d_k; c += W)
-      for (std::size_t i = 0; i < W; ++i)
-        acc[i] += std::max(q[c + i] * lo[c + i], q[c + i] * hi[c + i]);
-    for (; c < cfg_.d_k; ++c) acc[c % W] += std::max(q[c] * lo[c], q[c] * hi[c]);
     float u = 0.0f;
-    for (float a : acc) u += a;
+    for (std::size_t c = 0; c < cfg_.d_k; ++c)
+      u = std::fma(q[c] < 0.0f ? q[c] : 0.0f, page_min(page, h, c),
+                   std::fma(q[c] > 0.0f ? q[c] : 0.0f, page_max(page, h, c), u));
     return u;
   }
 
   /// Selects the pages one decode row reads. q: [n_head, d_k] (n_head = n_head_kv *
   /// group, head-major). Afterwards selected(set) lists each set's pages in increasing
   /// order: min(top_pages, n_pages()) of them, the newest page always among them.
+  /// One pass over the metadata per set, vectorised across pages; the top pages by a
+  /// partial selection over (bound, page) keys; no allocation once warm.
+  template <class Isa = simd::native>
   void select(const float* q, std::size_t group) {
     const std::size_t np = n_pages(), k = std::min(cfg_.top_pages, np), sets = n_sets();
-    const std::size_t heads_per_set = cfg_.per_head ? 1 : cfg_.n_head_kv;
+    const std::size_t H = cfg_.n_head_kv, d = cfg_.d_k, B = page_block;
+    const std::size_t heads_per_set = cfg_.per_head ? 1 : H, n_blocks = (np + B - 1) / B;
     k_ = k;
     sel_.resize(sets * k);
     if (k == 0) return;
+    qpm_.resize(H * group * d * 2);  // [n_head, d_k, (q+, q-)]
+    for (std::size_t i = 0; i < H * group * d; ++i) {
+      qpm_[2 * i] = q[i] > 0.0f ? q[i] : 0.0f;
+      qpm_[2 * i + 1] = q[i] < 0.0f ? q[i] : 0.0f;
+    }
+    score_.resize(n_blocks * B);
+    key_.resize(np);
     for (std::size_t s = 0; s < sets; ++s) {
-      score_.assign(np, -std::numeric_limits<float>::infinity());
-      for (std::size_t hh = 0; hh < heads_per_set; ++hh) {
-        const std::size_t h = s * heads_per_set + hh;
-        for (std::size_t i = 0; i < group; ++i) {
-          const float* qr = q + (h * group + i) * cfg_.d_k;
-          for (std::size_t p = 0; p < np; ++p) score_[p] = std::max(score_[p], bound(p, h, qr));
+      std::fill(score_.begin(), score_.end(), -std::numeric_limits<float>::infinity());
+      for (std::size_t b = 0; b < n_blocks; ++b)
+        for (std::size_t hh = 0; hh < heads_per_set; ++hh) {
+          const std::size_t h = s * heads_per_set + hh;
+          detail::quest_block_bounds<Isa>(meta_.data() + (b * H + h) * d * 2 * B,
+                                          qpm_.data() + h * group * d * 2, group, d,
+                                          score_.data() + b * B);
         }
-      }
       score_[np - 1] = std::numeric_limits<float>::infinity();  // the newest page is read
-      order_.resize(np);
-      for (std::size_t p = 0; p < np; ++p) order_[p] = static_cast<std::uint32_t>(p);
-      auto better = [&](std::uint32_t a, std::uint32_t b) {
-        return score_[a] != score_[b] ? score_[a] > score_[b] : a < b;
-      };
+      // Larger key = read first: the bound's order-preserving bits, then the older page.
+      for (std::size_t p = 0; p < np; ++p)
+        key_[p] = std::uint64_t{ordered_bits(score_[p])} << 32 | (0xffffffffu - p);
       if (k < np)
-        std::nth_element(order_.begin(), order_.begin() + static_cast<std::ptrdiff_t>(k - 1),
-                         order_.end(), better);
-      std::sort(order_.begin(), order_.begin() + static_cast<std::ptrdiff_t>(k));
-      std::copy_n(order_.begin(), k, sel_.begin() + static_cast<std::ptrdiff_t>(s * k));
+        std::nth_element(key_.begin(), key_.begin() + static_cast<std::ptrdiff_t>(k - 1),
+                         key_.end(), std::greater<>{});
+      std::uint32_t* out = sel_.data() + s * k;
+      for (std::size_t i = 0; i < k; ++i)
+        out[i] = static_cast<std::uint32_t>(0xffffffffu - (key_[i] & 0xffffffffu));
+      std::sort(out, out + k);
     }
   }
   /// The pages set `s` reads after select() (increasing).
@@ -150,12 +167,23 @@ class quest_index {
   }
 
  private:
+  std::size_t meta_index(std::size_t page, std::size_t h, std::size_t c) const noexcept {
+    const std::size_t B = page_block;
+    return (((page / B) * cfg_.n_head_kv + h) * cfg_.d_k + c) * 2 * B + page % B;
+  }
+  /// The float's bits mapped so that unsigned order is the float order (-0 < +0).
+  static std::uint32_t ordered_bits(float x) noexcept {
+    const auto u = std::bit_cast<std::uint32_t>(x);
+    return u & 0x80000000u ? ~u : u | 0x80000000u;
+  }
+
   quest_config cfg_;
   std::size_t n_cells_ = 0, k_ = 0;
-  std::vector<float> lo_, hi_;      // [n_pages, n_head_kv, d_k]
+  std::vector<float> meta_;         // [n_blocks, n_head_kv, d_k, (min, max), page_block]
   std::vector<std::uint32_t> sel_;  // [n_sets, k_]
-  std::vector<float> score_;        // scratch [n_pages]
-  std::vector<std::uint32_t> order_;
+  std::vector<float> qpm_;          // scratch [n_head, d_k, 2]
+  std::vector<float> score_;        // scratch [n_blocks * page_block]
+  std::vector<std::uint64_t> key_;  // scratch [n_pages]
 };
 static_assert(read_selector<quest_index>);
 

@@ -45,13 +45,14 @@ inline void quest_segments(std::span<const std::uint32_t> pages, std::size_t pag
 }  // namespace detail
 
 /// K/V bytes one decode step reads through quest_attend after ix.select(): the
-/// selected cells' K and V rows of each KV head plus every page's min/max.
+/// selected cells' K and V rows of each KV head plus every page's min/max (whole
+/// blocks of quest_index::page_block pages, as select() reads them).
 template <dtype::kv_element KE, dtype::kv_element VE>
 std::size_t quest_bytes_read(const quest_index& ix, const attention::shape& sh) noexcept {
   const std::size_t hk = dtype::blocks_in_row<KE>(sh.d_k) * sizeof(KE),
                     hv = dtype::blocks_in_row<VE>(sh.d_v) * sizeof(VE);
   const std::size_t heads_per_set = ix.config().per_head ? 1 : sh.n_head_kv;
-  std::size_t bytes = 2 * ix.page_min().size() * sizeof(float);
+  std::size_t bytes = ix.metadata_bytes();
   for (std::size_t s = 0; s < ix.n_sets(); ++s)
     bytes += ix.selected_cells(s) * heads_per_set * (hk + hv);
   return bytes;

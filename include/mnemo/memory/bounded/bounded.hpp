@@ -12,12 +12,14 @@
 // d_k), so the bytes are the same as per layer and attention for KV head h streams
 // that lane's dense prefix (model::attend_observed attends every head in one call).
 // A head-allocating policy (AdaKV, evict/adakv.hpp) pools the heads instead: the lanes
-// of a (sequence, layer) share n_head_kv x capacity one-head rows, each lane owning
-// the cells it holds, and their kept sizes are allocated together after each call.
+// of a (sequence, layer) share a pool of pages of one-head rows, each lane's slots
+// mapped page by page onto pool pages from a free list, and their kept sizes are
+// allocated together after each call.
 //
-// Layout: each lane has capacity = budget + max_ubatch slots (the slack holds one
+// Layout: each lane has capacity = its budget + max_ubatch slots (the slack holds one
 // micro-batch of a sequence before eviction), positions and policy state per slot,
-// K/V rows in one kv_storage of n_seq_max * capacity cells. A lane's live slots are
+// K/V rows in one kv_storage per layer holding that layer's lanes (per-layer and
+// per-head budgets store each lane's own capacity, not the largest). A lane's live slots are
 // kept within a dense prefix: new tokens take the lowest free slots and, when a call
 // leaves holes below the highest live slot (after a multi-token eviction), the
 // highest cells move into them. A steady decode moves no row (the victim's slot
@@ -41,13 +43,16 @@
 #pragma once
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <limits>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "mnemo/attention/rope.hpp"
 #include "mnemo/attention/sink.hpp"
+#include "mnemo/base/assert.hpp"
 #include "mnemo/batch/strategies.hpp"
 #include "mnemo/dtype/dtype.hpp"
 #include "mnemo/dtype/rows.hpp"
@@ -184,11 +189,13 @@ class bounded {
 
   /// One (sequence, layer[, KV head]): slot positions (< 0: free) and the policy's state.
   struct lane {
-    std::vector<pos_t> pos;    // [capacity]
-    std::vector<float> state;  // [capacity * state_floats]
+    std::vector<pos_t> pos;    // [lane slots]
+    std::vector<float> state;  // [lane slots * state_floats]
     std::vector<float> stats;  // [lane_floats]: the policy's state of the whole lane
     std::size_t live = 0;      // slots with pos >= 0
     std::size_t top = 0;       // 1 + the highest live slot (0: empty)
+    std::size_t base = 0;      // the lane's first storage row in its layer (its pool's, pooled)
+    std::vector<std::uint32_t> pages;  // pooled: the pool page of each page of slots in use
   };
 
   static result<bounded> make(const bounded_config& cfg, Policy policy = {}) {
@@ -221,24 +228,58 @@ class bounded {
     bounded b;
     b.cfg_ = cfg;
     b.policy_ = std::move(policy);
-    const std::size_t cap = cfg.capacity(), n_seq = static_cast<std::size_t>(cfg.n_seq_max);
-    // Per KV head: rows of one head each, [n_seq, n_head_kv, capacity] of them, so a
-    // head's lane is contiguous in memory (the kernel streams it like a full cache).
+    const std::size_t n_seq = static_cast<std::size_t>(cfg.n_seq_max), L = cfg.shape.n_layer;
+    // Per KV head: rows of one head each, [n_seq, n_head_kv, lane capacity] of them, so a
+    // head's lane is contiguous in memory (the kernel streams it like a full cache), and
+    // each lane holds its own budget + max_ubatch rows (DuoAttention's streaming heads
+    // store only their sinks and recent window). Pooled (AdaKV): [n_seq] pools of pages.
     b.lh_ = cfg.lanes_per_layer();
     b.head_rescored_.assign(b.lh_, 0);
     kv_shape row_shape = cfg.shape;
+    row_shape.n_layer = 1;
     row_shape.n_head_kv = cfg.shape.n_head_kv / b.lh_;
-    MNEMO_ASSIGN_OR_RETURN(b.kv_, (kv_storage<KE, VE>::make(row_shape, n_seq * b.lh_ * cap)));
-    b.k_part_ = b.kv_.k_row_bytes() / sizeof(KE);
-    b.v_part_ = b.kv_.v_row_bytes() / sizeof(VE);
+    b.seq_rows_.assign(L, 0);
+    b.page_shift_.assign(L, 0);
+    b.pool_pages_.assign(L, 0);
+    for (std::size_t l = 0; l < L; ++l) {
+      if constexpr (pooled) {
+        const std::size_t cap = cfg.budget_of(l) + cfg.max_ubatch;
+        b.page_shift_[l] = pool_page_shift(cap);
+        const std::size_t C = std::size_t{1} << b.page_shift_[l];
+        // Every head's last page may be partly filled: n_head_kv x (C - 1) rows of slack.
+        b.pool_pages_[l] = (b.lh_ * cap + b.lh_ * (C - 1)) / C;
+        b.seq_rows_[l] = b.pool_pages_[l] * C;
+      } else {
+        for (std::size_t h = 0; h < b.lh_; ++h)
+          b.seq_rows_[l] += cfg.budget_of(l, h) + cfg.max_ubatch;
+      }
+      MNEMO_ASSIGN_OR_RETURN(auto kv,
+                             (kv_storage<KE, VE>::make(row_shape, n_seq * b.seq_rows_[l])));
+      b.kv_.push_back(std::move(kv));
+    }
+    b.k_part_ = b.kv_[0].k_row_bytes() / sizeof(KE);
+    b.v_part_ = b.kv_[0].v_row_bytes() / sizeof(VE);
     b.rot_ = key_rotator<KE>(cfg.rope, row_shape.n_head_kv, cfg.shape.d_k);
-    b.lanes_.resize(n_seq * cfg.shape.n_layer * b.lh_);
-    b.slots_ = pooled ? b.lh_ * cap : cap;  // a pooled lane may use any cell of the pool
+    b.lanes_.resize(n_seq * L * b.lh_);
     b.lane_floats_ = evict::lane_floats_of(b.policy_, row_shape.n_head_kv, cfg.shape.d_k);
-    for (lane& ln : b.lanes_) {
-      ln.pos.assign(b.slots_, -1);
-      ln.state.assign(b.slots_ * state_floats, 0.0f);
-      ln.stats.assign(b.lane_floats_, 0.0f);
+    for (std::size_t s = 0; s < n_seq; ++s)
+      for (std::size_t l = 0; l < L; ++l) {
+        std::size_t row = s * b.seq_rows_[l];
+        for (std::size_t h = 0; h < b.lh_; ++h) {
+          lane& ln = b.lanes_[b.lane_index(static_cast<seq_id>(s), l, h)];
+          // A pooled head may hold up to every cell the pool can give one head.
+          const std::size_t slots = pooled ? b.lh_ * (cfg.budget_of(l) + cfg.max_ubatch)
+                                           : cfg.budget_of(l, h) + cfg.max_ubatch;
+          ln.pos.assign(slots, -1);
+          ln.state.assign(slots * state_floats, 0.0f);
+          ln.stats.assign(b.lane_floats_, 0.0f);
+          ln.base = row;
+          if (!pooled) row += slots;
+        }
+      }
+    if constexpr (pooled) {
+      b.free_pages_.resize(n_seq * L);
+      for (std::size_t g = 0; g < b.free_pages_.size(); ++g) b.reset_pool(g);
     }
     b.pos_max_.assign(n_seq, -1);
     b.snap_of_.assign(b.lanes_.size(), -1);
@@ -255,6 +296,7 @@ class bounded {
   seq_id n_seq_max() const noexcept { return cfg_.n_seq_max; }
   std::size_t n_layer() const noexcept { return cfg_.shape.n_layer; }
   const Policy& policy() const noexcept { return policy_; }
+  /// The largest lane's capacity (budget + max_ubatch); lane_slots() gives each lane's.
   std::size_t capacity() const noexcept { return cfg_.capacity(); }
   /// Lanes per (sequence, layer): 1 per layer, n_head_kv per KV head.
   std::size_t lanes_per_layer() const noexcept { return lh_; }
@@ -262,15 +304,29 @@ class bounded {
   const lane& lane_of(seq_id s, std::size_t layer, std::size_t head = 0) const noexcept {
     return lanes_[lane_index(s, layer, head)];
   }
-  const kv_storage<KE, VE>& kv() const noexcept { return kv_; }
-  /// The storage row of slot `slot` of sequence s (and lane `head` per KV head).
-  std::size_t cell_of(seq_id s, std::size_t slot, std::size_t head = 0) const noexcept {
-    if constexpr (pooled)
-      return static_cast<std::size_t>(s) * slots_ + slot;  // the sequence's pool
-    return (static_cast<std::size_t>(s) * lh_ + head) * capacity() + slot;
+  /// The storage row (in layer `layer`) of slot `slot` of lane (s, layer, head).
+  /// @pre pooled: the slot's page is mapped (slot < the lane's pages x page size)
+  std::size_t row_of(std::size_t layer, seq_id s, std::size_t slot,
+                     std::size_t head = 0) const noexcept {
+    const lane& ln = lane_of(s, layer, head);
+    if constexpr (pooled) {
+      const unsigned sh = page_shift_[layer];
+      return ln.base + (std::size_t{ln.pages[slot >> sh]} << sh) + (slot & ((1u << sh) - 1));
+    }
+    return ln.base + slot;
   }
-  /// Slots of one lane: capacity(), or the pool (lanes_per_layer() x capacity()) when pooled.
-  std::size_t lane_slots() const noexcept { return slots_; }
+  /// Slots of one lane: its budget + max_ubatch, or pooled the most its pool can give
+  /// one head (lanes_per_layer() x (budget + max_ubatch)).
+  std::size_t lane_slots(std::size_t layer, std::size_t head = 0) const noexcept {
+    return lanes_[lane_index(0, layer, head)].pos.size();
+  }
+  /// Storage rows (one lane's part of a cell each) that layer `layer` holds per
+  /// sequence: the sum of its lanes' capacities, or its pool's pages.
+  std::size_t rows_per_seq(std::size_t layer) const noexcept { return seq_rows_[layer]; }
+  /// Pooled: cells per pool page (a power of two, at most the kernel's 64-cell block).
+  std::size_t page_cells(std::size_t layer) const noexcept {
+    return std::size_t{1} << page_shift_[layer];
+  }
   /// Floats of the policy's per-lane state (evict::lane_floats_of; 0: none).
   std::size_t lane_floats() const noexcept { return lane_floats_; }
   const bounded_view_stats& view_stats() const noexcept { return vstats_; }
@@ -382,21 +438,43 @@ class bounded {
   /// The K/V row of slot `slot` of lane (s, layer, head): all KV heads per layer,
   /// head `head` alone per KV head.
   KE* k_part(std::size_t layer, seq_id s, std::size_t slot, std::size_t head) noexcept {
-    return kv_.k(layer, cell_of(s, slot, head));
+    return kv_[layer].k(0, row_of(layer, s, slot, head));
   }
   VE* v_part(std::size_t layer, seq_id s, std::size_t slot, std::size_t head) noexcept {
-    return kv_.v(layer, cell_of(s, slot, head));
+    return kv_[layer].v(0, row_of(layer, s, slot, head));
   }
   const KE* k_part(std::size_t layer, seq_id s, std::size_t slot, std::size_t head) const noexcept {
-    return kv_.k(layer, cell_of(s, slot, head));
+    return kv_[layer].k(0, row_of(layer, s, slot, head));
   }
   const VE* v_part(std::size_t layer, seq_id s, std::size_t slot, std::size_t head) const noexcept {
-    return kv_.v(layer, cell_of(s, slot, head));
+    return kv_[layer].v(0, row_of(layer, s, slot, head));
   }
   std::size_t k_part_bytes() const noexcept { return k_part_ * sizeof(KE); }
   std::size_t v_part_bytes() const noexcept { return v_part_ * sizeof(VE); }
-  kv_storage<KE, VE>& mutable_kv() noexcept { return kv_; }
+  /// Pooled: maps pool pages to lane (s, layer, head) until its slots [0, top) have
+  /// rows, and returns the pages above to the pool (a no-op for other lanes).
+  void fit_pages(seq_id s, std::size_t layer, std::size_t head) noexcept;
   void set_pos_max(seq_id s, pos_t p) noexcept { pos_max_[static_cast<std::size_t>(s)] = p; }
+  /// Pooled: the free pages of pool (s, layer), the next one taken last.
+  const std::vector<std::uint32_t>& free_pages(seq_id s, std::size_t layer) const noexcept {
+    return free_pages_[pool_index(s, layer)];
+  }
+  std::vector<std::uint32_t>& mutable_free_pages(seq_id s, std::size_t layer) noexcept {
+    return free_pages_[pool_index(s, layer)];
+  }
+  /// Pooled: pages in the pool of one (sequence, layer).
+  std::size_t pool_pages(std::size_t layer) const noexcept { return pool_pages_[layer]; }
+  /// Recounts live and top over slots [0, top) (every slot above top is free).
+  static void recount_below_top(lane& ln) noexcept {
+    std::size_t live = 0, top = 0;
+    for (std::size_t i = 0; i < ln.top; ++i)
+      if (ln.pos[i] >= 0) {
+        ++live;
+        top = i + 1;
+      }
+    ln.live = live;
+    ln.top = top;
+  }
   static void recount(lane& ln) noexcept {
     ln.live = 0;
     ln.top = 0;
@@ -419,17 +497,17 @@ class bounded {
     std::vector<std::uint32_t> token_seq;  // [n_tokens] index into seqs
     std::vector<std::uint32_t> slots;      // [n_tokens, n_layer, lanes_per_layer]
   };
-  struct snapshot {
+  struct snapshot {  // a lane at the start of the batch: its slots [0, top) only
     std::size_t lane;
     std::vector<pos_t> pos;
     std::vector<float> state, stats;
     std::vector<std::uint8_t> saved;  // row saved (per slot)
     std::size_t live, top;
+    std::vector<std::uint32_t> pages;       // pooled: the lane's pages
+    std::vector<std::uint32_t> free_pages;  // pooled, the group's first lane: the free list
   };
   struct row_save {
-    std::size_t layer;
-    seq_id seq;
-    std::size_t slot, head, offset;
+    std::size_t layer, row, offset;
   };
 
   bounded() = default;
@@ -456,6 +534,8 @@ class bounded {
   // Transaction log: a lane's first change snapshots it; rows live at the start of
   // the batch are saved before their first overwrite.
   void touch(seq_id s, std::size_t layer, std::size_t head);
+  /// Snapshots lane li (and, for a pool's first lane, the pool's free list).
+  void touch_lane(std::size_t li, const std::vector<std::uint32_t>* free_list);
   void save_row(seq_id s, std::size_t layer, std::size_t head, std::size_t slot);
 
   void free_slot(lane& ln, std::size_t slot) noexcept {
@@ -505,23 +585,34 @@ class bounded {
   /// rescore already ran in this call (with its signals).
   void evict_to_budget(const seq_step& ss, std::size_t layer, std::size_t head, std::size_t kept,
                        bool rescored);
-  /// AdaKV: each head's kept size for (ss.seq, layer) (bounded_adakv_impl.hpp).
-  void allocate_heads(const seq_step& ss, std::size_t layer);
-  /// The lowest slot >= from that no lane of (s, layer) holds (pooled), or that lane
-  /// (s, layer, head) does not hold.
+  /// AdaKV: allocates the heads' kept sizes of (ss.seq, layer) and evicts each head
+  /// down to its share (bounded_adakv_impl.hpp).
+  void evict_pooled(const seq_step& ss, std::size_t layer);
+  /// The lowest slot >= from that lane (s, layer, head) does not hold.
   std::size_t first_free_slot(seq_id s, std::size_t layer, std::size_t head,
                               std::size_t from) const {
     const lane& ln = lane_of(s, layer, head);
+    if (ln.live == ln.top) return std::max(from, ln.top);  // no holes
     std::size_t slot = from;
-    if constexpr (pooled) {
-      for (;; ++slot) {
-        bool used = false;
-        for (std::size_t h = 0; h < lh_ && !used; ++h) used = lane_of(s, layer, h).pos[slot] >= 0;
-        if (!used) return slot;
-      }
-    }
     while (ln.pos[slot] >= 0) ++slot;
     return slot;
+  }
+  /// Pooled: the page size for lanes of capacity `cap`: a power of two up to the
+  /// attention kernel's 64-cell block (so a page run is whole kernel blocks), at most
+  /// cap / 16 (the pool's slack, one partly filled page per head, stays under 1/16).
+  static unsigned pool_page_shift(std::size_t cap) noexcept {
+    unsigned sh = 0;
+    while (sh < 6 && (std::size_t{2} << sh) * 16 <= cap) ++sh;
+    return sh;
+  }
+  /// Pooled: the free list of pool g = (s, layer) with every page free, lowest on top.
+  void reset_pool(std::size_t g) {
+    const std::size_t n = pool_pages_[g % cfg_.shape.n_layer];
+    free_pages_[g].resize(n);
+    for (std::size_t i = 0; i < n; ++i) free_pages_[g][i] = static_cast<std::uint32_t>(n - 1 - i);
+  }
+  std::size_t pool_index(seq_id s, std::size_t layer) const noexcept {
+    return static_cast<std::size_t>(s) * cfg_.shape.n_layer + layer;
   }
   void renumber(seq_id s, std::size_t layer, std::size_t head);
   /// Rotates the cached key part of (s, slot, head) by `shift` positions (K-shift).
@@ -534,10 +625,13 @@ class bounded {
 
   bounded_config cfg_;
   Policy policy_;
-  kv_storage<KE, VE> kv_;
-  std::size_t lh_ = 1;                        // lanes per (sequence, layer)
-  std::size_t slots_ = 0;                     // slots per lane (lane_slots())
-  std::size_t lane_floats_ = 0;               // the policy's floats per lane
+  std::vector<kv_storage<KE, VE>> kv_;   // [n_layer] of [n_seq, rows_per_seq(layer)] rows
+  std::size_t lh_ = 1;                   // lanes per (sequence, layer)
+  std::vector<std::size_t> seq_rows_;    // [n_layer] rows per sequence
+  std::vector<unsigned> page_shift_;     // pooled: [n_layer] log2 of the page size
+  std::vector<std::size_t> pool_pages_;  // pooled: [n_layer] pages per pool
+  std::vector<std::vector<std::uint32_t>> free_pages_;  // pooled: [n_seq, n_layer] free lists
+  std::size_t lane_floats_ = 0;                         // the policy's floats per lane
   std::vector<std::size_t> head_kept_;        // AdaKV: [lanes_per_layer] kept after this call
   std::vector<unsigned char> head_rescored_;  // AdaKV: [lanes_per_layer] rescored in this call
   std::size_t k_part_ = 0, v_part_ = 0;       // K / V elements of one lane's row
@@ -576,8 +670,9 @@ class bounded {
   std::vector<std::uint8_t> rows_;
   std::vector<std::size_t> mass_off_;
   std::vector<std::uint32_t> cand_;
-  key_source key_src_{};  // the lane a rescore reads (lane_keys)
-  key_rotator<KE> rot_;   // one lane's key part: n_head_kv / lanes_per_layer heads
+  mutable std::vector<std::size_t> view_first_;  // views(): each stream's first segment
+  key_source key_src_{};                         // the lane a rescore reads (lane_keys)
+  key_rotator<KE> rot_;  // one lane's key part: n_head_kv / lanes_per_layer heads
   mutable bounded_view_stats vstats_;
 };
 

@@ -2,65 +2,115 @@
 // call, the KV heads of one (sequence, layer) share n_head_kv x kept cells. Each head
 // keeps its own top floor(alpha x kept) first, then the rest go to the global top over
 // every head's remaining cells. "Top" is the eviction order reversed (unprotected
-// before protected, higher score, newer position, higher slot; slots are unique in
-// the pool, so the order is total and the allocation deterministic).
+// before protected, higher score, newer position, higher slot, higher head), a total
+// order, so the allocation is deterministic.
+//
+// The cells that go are the global bottom `excess` (= held - n_head_kv x kept) of the
+// heads' remaining cells, and a head's share of them is its own bottom ones: so each
+// head contributes at most its `excess` lowest cells as candidates (one pass over its
+// cells, scoring each once, as a per-head lane's eviction does), and one partial
+// selection over those candidates decides. A decode step (excess = n_head_kv) keeps a
+// handful of candidates per head and allocates nothing.
 #pragma once
 
 #include "mnemo/memory/bounded/bounded.hpp"
 
 namespace mnemo::memory {
 
+namespace detail {
+/// A pooled cell in eviction order (lower: evicted first).
+struct pooled_key {
+  bool prot;
+  float score;
+  pos_t pos;
+  std::uint32_t slot, head;
+  bool operator<(const pooled_key& o) const noexcept {
+    if (prot != o.prot) return !prot;
+    if (score != o.score) return score < o.score;
+    if (pos != o.pos) return pos < o.pos;
+    if (slot != o.slot) return slot < o.slot;
+    return head < o.head;
+  }
+};
+}  // namespace detail
+
 template <class P, dtype::kv_element KE, dtype::kv_element VE>
-void bounded<P, KE, VE>::allocate_heads(const seq_step& ss, std::size_t layer) {
+void bounded<P, KE, VE>::evict_pooled(const seq_step& ss, std::size_t layer) {
   if constexpr (pooled) {
-    head_kept_.assign(lh_, 0);
+    using key = detail::pooled_key;
     const std::size_t kept = cfg_.kept(layer), total = lh_ * kept;
     std::size_t live = 0;
-    for (std::size_t h = 0; h < lh_; ++h) live += (head_kept_[h] = lane_of(ss.seq, layer, h).live);
+    for (std::size_t h = 0; h < lh_; ++h) live += lane_of(ss.seq, layer, h).live;
     if (live <= total) return;  // nothing to evict: each head keeps what it holds
-    struct key {
-      bool prot;
-      float score;
-      pos_t pos;
-      std::uint32_t slot, head;
-      bool operator<(const key& o) const noexcept {  // lower: evicted first
-        if (prot != o.prot) return !prot;
-        if (score != o.score) return score < o.score;
-        if (pos != o.pos) return pos < o.pos;
-        return slot < o.slot;
-      }
-    };
-    thread_local std::vector<key> all, rest;
-    all.clear();
-    rest.clear();
+    const std::size_t excess = live - total;
     const auto forced = static_cast<std::size_t>(policy_.alpha * static_cast<double>(kept));
-    std::size_t n_forced = 0;
+    thread_local std::vector<key> cand, mine;
+    cand.clear();
     for (std::size_t h = 0; h < lh_; ++h) {
       lane& ln = mut_lane(ss.seq, layer, h);
       const evict::step_info st = step(ss, layer, h);
       const evict::slot_view v = view_of(ln);
-      const std::size_t first = all.size();
-      for (std::size_t j = 0; j < ln.top; ++j)
-        if (ln.pos[j] >= 0)
-          all.push_back({static_cast<bool>(policy_.protect(st, v, j)),
-                         static_cast<float>(policy_.score(st, v, j)), ln.pos[j],
-                         static_cast<std::uint32_t>(j), static_cast<std::uint32_t>(h)});
-      // The head's safeguard: its own top `forced` cells stay.
-      const auto b = all.begin() + static_cast<std::ptrdiff_t>(first);
-      const std::size_t f = std::min(forced, ln.live);
-      if (f > 0 && f < ln.live)  // the head's top f first (in any order), the rest after
-        std::nth_element(b, b + static_cast<std::ptrdiff_t>(f - 1), all.end(),
-                         [](const key& x, const key& y) { return y < x; });
-      head_kept_[h] = f;
-      n_forced += f;
-      rest.insert(rest.end(), b + static_cast<std::ptrdiff_t>(f), all.end());
+      if constexpr (evict::lane_rescorer<P>)  // fresh scores before anything is chosen
+        if (!head_rescored_[h]) policy_.rescore(st, v, lane_keys(layer, ss.seq, h), nullptr);
+      // The head's safeguard keeps its top min(forced, live) cells: at most the rest
+      // can go, and at most `excess` of them.
+      const std::size_t m = std::min(excess, ln.live - std::min(forced, ln.live));
+      if (m == 0) continue;
+      auto key_of = [&](std::size_t j) {
+        return key{static_cast<bool>(policy_.protect(st, v, j)),
+                   static_cast<float>(policy_.score(st, v, j)), ln.pos[j],
+                   static_cast<std::uint32_t>(j), static_cast<std::uint32_t>(h)};
+      };
+      const std::size_t first = cand.size();
+      if (m <= 32) {  // keep the m lowest sorted while passing over the cells
+        for (std::size_t j = 0; j < ln.top; ++j) {
+          if (ln.pos[j] < 0) continue;
+          const key kj = key_of(j);
+          const std::size_t n = cand.size() - first;
+          if (n == m && !(kj < cand.back())) continue;
+          if (n == m) cand.pop_back();
+          auto at =
+              std::upper_bound(cand.begin() + static_cast<std::ptrdiff_t>(first), cand.end(), kj);
+          cand.insert(at, kj);
+        }
+      } else {
+        mine.clear();
+        for (std::size_t j = 0; j < ln.top; ++j)
+          if (ln.pos[j] >= 0) mine.push_back(key_of(j));
+        std::nth_element(mine.begin(), mine.begin() + static_cast<std::ptrdiff_t>(m - 1),
+                         mine.end());
+        cand.insert(cand.end(), mine.begin(), mine.begin() + static_cast<std::ptrdiff_t>(m));
+      }
     }
-    // The global top of the rest fills the remaining total - n_forced cells.
-    const std::size_t more = total > n_forced ? std::min(total - n_forced, rest.size()) : 0;
-    if (more < rest.size())
-      std::nth_element(rest.begin(), rest.begin() + static_cast<std::ptrdiff_t>(more), rest.end(),
-                       [](const key& x, const key& y) { return y < x; });
-    for (std::size_t i = 0; i < more; ++i) ++head_kept_[rest[i].head];
+    // The global bottom `excess` of the candidates go.
+    if (excess < cand.size())
+      std::nth_element(cand.begin(), cand.begin() + static_cast<std::ptrdiff_t>(excess - 1),
+                       cand.end());
+    const std::size_t n_go = std::min(excess, cand.size());
+    if (evict::evict_chunk_of(policy_) > 1) {  // chunked: each head evicts from its share
+      head_kept_.resize(lh_);
+      for (std::size_t h = 0; h < lh_; ++h) head_kept_[h] = lane_of(ss.seq, layer, h).live;
+      for (std::size_t i = 0; i < n_go; ++i) --head_kept_[cand[i].head];
+      for (std::size_t h = 0; h < lh_; ++h) {
+        evict_to_budget(ss, layer, h, head_kept_[h], true);
+        fit_pages(ss.seq, layer, h);
+      }
+      return;
+    }
+    head_kept_.assign(lh_, 0);  // now: cells evicted per head
+    for (std::size_t i = 0; i < n_go; ++i) {
+      lane& ln = mut_lane(ss.seq, layer, cand[i].head);
+      ln.pos[cand[i].slot] = -1;
+      --ln.live;
+      ++head_kept_[cand[i].head];
+    }
+    for (std::size_t h = 0; h < lh_; ++h) {
+      if (head_kept_[h] == 0) continue;
+      lane& ln = mut_lane(ss.seq, layer, h);
+      while (ln.top > 0 && ln.pos[ln.top - 1] < 0) --ln.top;
+      fit_pages(ss.seq, layer, h);
+      if (cfg_.positions == position_mode::compact) renumber(ss.seq, layer, h);
+    }
   }
 }
 

@@ -13,25 +13,41 @@ void bounded<P, KE, VE>::views(std::size_t layer, std::size_t u, layer_views& ou
   if (u >= plan_.size()) return;
   const planned& pl = plan_[u];
   ++vstats_.calls;
-  // Head-major: segments[h * n_seq + k] is lane (sequence k, layer, head h).
+  // Head-major: streams[h * n_seq + k] is lane (sequence k, layer, head h): one
+  // segment over its slots [0, top), or pooled one per run of consecutive pool pages
+  // (the lane's cells only; a run is whole 64-cell kernel blocks but for its last page).
+  view_first_.clear();
   for (std::size_t h = 0; h < lh_; ++h)
     for (const seq_step& ss : pl.seqs) {
       const lane& ln = lane_of(ss.seq, layer, h);
+      view_first_.push_back(out.segments.size());
       attention::kv_segment g;
-      g.k = k_part(layer, ss.seq, 0, h);
-      g.v = v_part(layer, ss.seq, 0, h);
-      g.k_stride = kv_.k_row_bytes();
-      g.v_stride = kv_.v_row_bytes();
-      g.pos = ln.pos.data();
+      g.k_stride = kv_[layer].k_row_bytes();
+      g.v_stride = kv_[layer].v_row_bytes();
       g.owners = nullptr;
-      g.n_cells = ln.top;
-      out.segments.push_back(g);
+      std::size_t j = 0;
+      while (j < ln.top) {  // one run: [j, e)
+        std::size_t e = ln.top;
+        if constexpr (pooled) {
+          const unsigned sh = page_shift_[layer];
+          std::size_t i = (j >> sh) + 1;
+          while ((i << sh) < ln.top && ln.pages[i] == ln.pages[i - 1] + 1) ++i;
+          e = std::min(ln.top, i << sh);
+        }
+        g.k = k_part(layer, ss.seq, j, h);
+        g.v = v_part(layer, ss.seq, j, h);
+        g.pos = ln.pos.data() + j;
+        g.n_cells = e - j;
+        out.segments.push_back(g);
+        j = e;
+      }
       if (ln.top > vstats_.max_cells) {
         vstats_.max_cells = ln.top;
         vstats_.max_new_tokens = ss.n_new;
       }
     }
-  view_per_segment(out);
+  view_first_.push_back(out.segments.size());
+  views_from_runs(out, view_first_);
   out.token_stream.assign(pl.token_seq.begin(), pl.token_seq.end());
 }
 
@@ -187,11 +203,7 @@ status bounded<P, KE, VE>::after_attention(std::size_t layer, std::size_t u, boo
         evict_to_budget(ss, layer, h, cfg_.kept(layer, h), rescored);
       }
     }
-    if constexpr (pooled) {  // every head scored: allocate, then evict each to its share
-      allocate_heads(ss, layer);
-      for (std::size_t h = 0; h < lh_; ++h)
-        evict_to_budget(ss, layer, h, head_kept_[h], head_rescored_[h] != 0);
-    }
+    if constexpr (pooled) evict_pooled(ss, layer);  // every head scored: allocate, evict
   }
   call_.known = false;
   return {};
@@ -246,7 +258,7 @@ void bounded<P, KE, VE>::evict_to_budget(const seq_step& ss, std::size_t layer, 
     std::nth_element(keys.begin(), keys.begin() + static_cast<std::ptrdiff_t>(n_evict - 1),
                      keys.end());
     for (std::size_t i = 0; i < n_evict; ++i) ln.pos[keys[i].slot] = -1;
-    recount(ln);
+    recount_below_top(ln);
   }
   if (cfg_.positions == position_mode::compact) renumber(ss.seq, layer, head);
 }

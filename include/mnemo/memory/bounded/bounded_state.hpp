@@ -12,13 +12,17 @@
 //       u32 count, (i32 pos, [u32 slot,] f32 state x state_floats) x count,
 //       K rows [count], V rows [count]   (all KV heads per layer, the lane's head per head)
 //       [f32 lane state x lane_floats]
+//       [pooled: u32 n_pages, u32 pool page x n_pages (the lane's slots page by page)]
+//     [pooled, per layer after its lanes: u32 n_free, u32 pool page x n_free]
 // A policy with state of the whole lane (evict::lane_floats_of: Expected Attention's
 // query statistics) sets bit 25 and saves it with each lane; a file without it loads
 // with that state zero, and another size is refused.
-// AdaKV's pool (budget kind 3, with alpha) adds each cell's slot in the sequence's
-// pool, so a loaded pool holds every cell where the saved one did and continues
-// exactly as it would have; the slots are checked (inside the pool, no slot held by
-// two heads) before anything changes.
+// AdaKV's pool (budget kind 3, with alpha) adds each cell's slot in its KV head's
+// run, each head's page map and the pool's free list, so a loaded pool holds every
+// cell in the same row and takes the same pages next: it continues exactly as the
+// saved one would have (the views' page runs, so the kernel's sums, are the same).
+// Slots and pages are checked (inside the head's slots and the pool, none held
+// twice, every page either mapped once or free) before anything changes.
 // Granularity 0 (per layer) is the layout written before per-KV-head lanes existed,
 // so older files load unchanged; a file of the other granularity is refused. A file
 // without bit 24 predates recorded budgets and loads into any budget layout; one
@@ -29,6 +33,8 @@
 // (counts against the capacity, sequence ids, positions) before anything changes.
 #pragma once
 
+#include <algorithm>
+#include <cstring>
 #include <vector>
 
 #include "mnemo/memory/bounded/bounded.hpp"
@@ -82,6 +88,15 @@ void bounded_write_seq(const bounded<P, KE, VE>& c, seq_id s, byte_writer& w) {
       for (std::size_t j = 0; j < ln.top; ++j)
         if (ln.pos[j] >= 0) w.put_bytes(c.v_part(l, s, j, h), c.v_part_bytes());
       for (float x : ln.stats) w.put(x);
+      if constexpr (bounded<P, KE, VE>::pooled) {
+        w.put(static_cast<std::uint32_t>(ln.pages.size()));
+        for (std::uint32_t pg : ln.pages) w.put(pg);
+      }
+      if (bounded<P, KE, VE>::pooled && h + 1 == c.lanes_per_layer()) {
+        const auto& fl = c.free_pages(s, l);
+        w.put(static_cast<std::uint32_t>(fl.size()));
+        for (std::uint32_t pg : fl) w.put(pg);
+      }
     }
 }
 
@@ -93,9 +108,27 @@ struct bounded_record {
     std::uint32_t count;
     const std::uint8_t *meta, *k, *v;
     const std::uint8_t* stats = nullptr;  // [lane_floats] f32, or null: zero
+    std::size_t top = 0;                  // pooled: 1 + the highest slot
+    const std::uint8_t* pages = nullptr;  // pooled: [top / page, rounded up] u32
+  };
+  struct pool {
+    std::uint32_t n_free = 0;
+    const std::uint8_t* free = nullptr;  // [n_free] u32, the next page taken last
   };
   std::vector<layer> layers;  // [n_layer, lanes_per_layer]
+  std::vector<pool> pools;    // pooled: [n_layer]
 };
+
+/// Marks `n` u32 pages at `p` held; false when one is outside `held` or held already.
+inline bool take_pages(std::vector<std::uint8_t>& held, const std::uint8_t* p, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) {
+    std::uint32_t pg = 0;
+    std::memcpy(&pg, p + 4 * i, 4);
+    if (pg >= held.size() || held[pg]) return false;
+    held[pg] = 1;
+  }
+  return true;
+}
 
 template <class P, class KE, class VE>
 status bounded_parse(const bounded<P, KE, VE>& c, byte_reader& r, bounded_record& out,
@@ -108,15 +141,18 @@ status bounded_parse(const bounded<P, KE, VE>& c, byte_reader& r, bounded_record
   out.seq = s;
   out.pos_max = pm;
   out.layers.clear();
-  std::vector<std::uint8_t> used;  // pooled: the layer's pool slots taken so far
+  out.pools.clear();
+  std::vector<std::uint8_t> used;  // pooled: the head's slots taken so far
+  std::vector<std::uint8_t> held;  // pooled: the layer's pool pages mapped or free
   for (std::size_t i = 0; i < c.config().shape.n_layer * c.lanes_per_layer(); ++i) {
     const std::size_t l = i / c.lanes_per_layer();
-    if (i % c.lanes_per_layer() == 0) used.assign(c.lane_slots(), 0);
+    if (i % c.lanes_per_layer() == 0) held.assign(pooled ? c.pool_pages(l) : 0, 0);
     std::uint32_t n = 0;
-    if (!r.get(n) || n > c.lane_slots())
+    const std::size_t h = i % c.lanes_per_layer(), cap = c.lane_slots(l, h);
+    if (!r.get(n) || n > cap)
       return make_status(status_code::corrupt_data,
                          "state_read: layer %zu holds %u cells, the capacity is %zu (or truncated)",
-                         l, n, c.lane_slots());
+                         l, n, cap);
     bounded_record::layer L{n, r.get_bytes(n * MB), nullptr, nullptr};
     L.k = r.get_bytes(n * c.k_part_bytes());
     L.v = r.get_bytes(n * c.v_part_bytes());
@@ -130,14 +166,46 @@ status bounded_parse(const bounded<P, KE, VE>& c, byte_reader& r, bounded_record
         return make_status(status_code::corrupt_data,
                            "state_read: cell position %d outside [0, %d] in layer %zu", p, pm, l);
       if constexpr (pooled) {
+        if (t == 0) used.assign(cap, 0);
         std::uint32_t slot = 0;
         std::memcpy(&slot, L.meta + t * MB + 4, 4);
-        if (slot >= used.size() || used[slot])
+        if (slot >= cap || used[slot])
           return make_status(status_code::corrupt_data,
-                             "state_read: pool slot %u of layer %zu is outside the pool of %zu or "
-                             "held twice",
-                             slot, l, used.size());
+                             "state_read: pool slot %u of layer %zu, KV head %zu is outside its "
+                             "%zu slots or held twice",
+                             slot, l, h, cap);
         used[slot] = 1;
+        L.top = std::max<std::size_t>(L.top, std::size_t{slot} + 1);
+      }
+    }
+    if constexpr (pooled) {  // the head's slots [0, top) map whole pages of the pool
+      const std::size_t need = (L.top + c.page_cells(l) - 1) / c.page_cells(l);
+      std::uint32_t np = 0;
+      if (!r.get(np) || np != need)
+        return make_status(status_code::corrupt_data,
+                           "state_read: layer %zu, KV head %zu maps %u pages, its slots need %zu "
+                           "(or truncated)",
+                           l, h, np, need);
+      L.pages = r.get_bytes(4 * std::size_t{np});
+      if (!r.ok() || !take_pages(held, L.pages, np))
+        return make_status(status_code::corrupt_data,
+                           "state_read: a pool page of layer %zu, KV head %zu is outside the "
+                           "pool of %zu pages or held twice (or truncated)",
+                           l, h, held.size());
+      if (h + 1 == c.lanes_per_layer()) {
+        bounded_record::pool pl;
+        if (!r.get(pl.n_free) || pl.n_free > held.size())
+          return make_status(status_code::corrupt_data,
+                             "state_read: layer %zu's free list of %u pages (or truncated)", l,
+                             pl.n_free);
+        pl.free = r.get_bytes(4 * std::size_t{pl.n_free});
+        if (!r.ok() || !take_pages(held, pl.free, pl.n_free) ||
+            std::count(held.begin(), held.end(), 0) != 0)
+          return make_status(status_code::corrupt_data,
+                             "state_read: layer %zu's pool pages are not each mapped or free "
+                             "once (or truncated)",
+                             l);
+        out.pools.push_back(pl);
       }
     }
     out.layers.push_back(L);
@@ -149,16 +217,26 @@ template <class P, class KE, class VE>
 void bounded_load(bounded<P, KE, VE>& c, const bounded_record& rec, seq_id dest) {
   constexpr std::size_t SF = bounded<P, KE, VE>::state_floats;
   constexpr std::size_t MB = bounded_meta_bytes<P, KE, VE>();
+  constexpr bool pooled = bounded<P, KE, VE>::pooled;
   const std::size_t LH = c.lanes_per_layer(), kb = c.k_part_bytes(), vb = c.v_part_bytes();
   for (std::size_t li = 0; li < rec.layers.size(); ++li) {
     const auto& L = rec.layers[li];
     const std::size_t l = li / LH, h = li % LH;
     auto& ln = c.mutable_lane(dest, l, h);
     std::fill(ln.pos.begin(), ln.pos.end(), -1);
+    if constexpr (pooled) {  // the saved page map, before the rows are written
+      ln.pages.resize((L.top + c.page_cells(l) - 1) / c.page_cells(l));
+      if (!ln.pages.empty()) std::memcpy(ln.pages.data(), L.pages, 4 * ln.pages.size());
+      if (h + 1 == LH) {
+        auto& fl = c.mutable_free_pages(dest, l);
+        fl.resize(rec.pools[l].n_free);
+        if (!fl.empty()) std::memcpy(fl.data(), rec.pools[l].free, 4 * fl.size());
+      }
+    }
     for (std::uint32_t i = 0; i < L.count; ++i) {
       const std::uint8_t* m = L.meta + i * MB;
       std::uint32_t slot = i;  // per lane: the cells from slot 0, in the saved order
-      if constexpr (bounded<P, KE, VE>::pooled) std::memcpy(&slot, m + 4, 4);
+      if constexpr (pooled) std::memcpy(&slot, m + 4, 4);
       std::memcpy(&ln.pos[slot], m, 4);
       if constexpr (SF > 0) std::memcpy(&ln.state[slot * SF], m + MB - 4 * SF, 4 * SF);
       std::memcpy(c.k_part(l, dest, slot, h), L.k + i * kb, kb);
