@@ -18,14 +18,15 @@
 //   keeps output rows in registers.
 // Included after tile_math.inl and block_steps.inl; @pre d_k % L == 0, d_v % L == 0.
 
-/// The dot tiles of head_logits. Where 32 vector registers hold 16 accumulators, four
-/// K vectors and a query vector, four rows x four cells: each K vector widened once for
-/// four rows. With AVX2's 16 the 4 x 4 tile spilled four accumulators to the stack on
-/// every step, and eight rows took two tiles, each widening every K vector again; there
-/// rows go eight at a time with one cell (8 accumulators: each K vector widened once for
-/// all eight rows, the query vectors loaded by the FMAs), the rest four rows x two cells.
+/// The dot tiles of head_logits: four rows x four cells, each K vector widened once for
+/// four rows. With AVX2's 16 vector registers that tile spills four of its accumulators
+/// (measured on Zen 1, four rows x two cells without spills was 5-8% slower at GQA 4),
+/// and eight rows took two tiles, each widening every K vector again: there rows go
+/// eight at a time with one cell first (8 accumulators, each K vector widened once for
+/// all eight rows, the query vectors loaded by the FMAs), each cell's K row prefetched
+/// into L1 k_dot_row_ahead cells ahead (it comes from L2 otherwise, one wait per cell).
 static constexpr bool k_dot_eight_rows = k_vector_registers == 16;
-static constexpr std::size_t k_dot_cells = k_vector_registers == 16 ? 2 : 4;
+static constexpr std::size_t k_dot_cells = 4;
 static constexpr std::size_t k_dot_row_ahead = 2;
 
 /// head_logits's steps (tiles) for R rows and n_js cells: its cursor steps once per tile.
