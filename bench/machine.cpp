@@ -13,6 +13,10 @@
 //                                 with r FMAs per element (common/decode_floor.hpp):
 //                                 what one core's conversions and FMAs allow a decode
 //                                 at r query rows per KV head, with no memory wait
+//   BM_f16_widen_once/<tile>/rows:r   the same with each f16 vector widened once for r
+//                                 rows in the decode kernel's register tiles: dots (Q.K,
+//                                 queries loaded by the FMAs), broadcast (P.V, one
+//                                 broadcast probability per row and cell)
 //
 // The summary also estimates the core clock from a chain of dependent integer adds
 // (one per cycle on every x86 core), so FLOPs per cycle can be checked against the
@@ -130,6 +134,26 @@ void BM_f16_fma_in_l1(benchmark::State& state) {
   add_isa_and_threads_labels(state, 1);
 }
 
+/// One thread, f16 from L1 widened once per vector for R query rows, in the register
+/// tiles of the decode kernel's Q.K (Tile = 0: queries loaded by the FMAs) and P.V
+/// (Tile = 1: a broadcast probability per row).
+template <std::size_t R, int Tile>
+void BM_f16_widen_once(benchmark::State& state) {
+  constexpr std::size_t n = 8 * 1024;  // 16 KiB of f16
+  static std::uint16_t values[n];
+  alignas(64) static float q[R * 128];
+  for (std::size_t i = 0; i < n; ++i) values[i] = static_cast<std::uint16_t>(0x3c00 + (i & 255));
+  for (std::size_t i = 0; i < R * 128; ++i) q[i] = 1e-3f * static_cast<float>(i % 7);
+  scoped_pin pin(0);
+  for (auto _ : state)
+    benchmark::DoNotOptimize(Tile == 0
+                                 ? probe::widen_once_dots<simd::native, R>(values, n, q)
+                                 : probe::widen_once_broadcast<simd::native, R>(values, n, q));
+  add_bytes_counters(state, static_cast<double>(n * sizeof(std::uint16_t)), 1);
+  add_flops_counters(state, 2.0 * static_cast<double>(R * n), 1);
+  add_isa_and_threads_labels(state, 1);
+}
+
 template <class Isa>
 void BM_fma_peak(benchmark::State& state) {
   constexpr std::size_t iters = std::size_t{1} << 16;  // ~0.1-1 ms per iteration
@@ -176,6 +200,14 @@ void register_all() {
   benchmark::RegisterBenchmark("BM_f16_fma_in_l1/rows:1", BM_f16_fma_in_l1<1>)->UseRealTime();
   benchmark::RegisterBenchmark("BM_f16_fma_in_l1/rows:2", BM_f16_fma_in_l1<2>)->UseRealTime();
   benchmark::RegisterBenchmark("BM_f16_fma_in_l1/rows:4", BM_f16_fma_in_l1<4>)->UseRealTime();
+  benchmark::RegisterBenchmark("BM_f16_widen_once/dots/rows:4", BM_f16_widen_once<4, 0>)
+      ->UseRealTime();
+  benchmark::RegisterBenchmark("BM_f16_widen_once/dots/rows:8", BM_f16_widen_once<8, 0>)
+      ->UseRealTime();
+  benchmark::RegisterBenchmark("BM_f16_widen_once/broadcast/rows:4", BM_f16_widen_once<4, 1>)
+      ->UseRealTime();
+  benchmark::RegisterBenchmark("BM_f16_widen_once/broadcast/rows:8", BM_f16_widen_once<8, 1>)
+      ->UseRealTime();
   register_fma_peak<simd::scalar>();
   if constexpr (std::is_same_v<Native, simd::avx2> || std::is_same_v<Native, simd::avx512>) {
     register_fma_peak<simd::avx2>();

@@ -61,4 +61,62 @@ float fma_floor_pass(const std::uint16_t* p, std::size_t n, bool software_prefet
   return sum_lanes<Isa>(s);
 }
 
+/// The register tiles of a decode kernel that widens each f16 vector once for R query
+/// rows, from L1 with no memory wait. dots (Q.K): per vector, R FMAs against R query
+/// vectors loaded by the FMAs (q: [R, d] floats, d = 128), R accumulators (two vectors per
+/// step at R = 4). broadcast (P.V): per vector, R FMAs, each with a broadcast
+/// probability from p (R x 64 floats). @pre n % (2 * lanes) == 0
+inline constexpr std::size_t k_tile_d = 128;
+
+template <class Isa, std::size_t R>
+float widen_once_dots(const std::uint16_t* p, std::size_t n, const float* q) noexcept {
+  using V = mnemo::simd::ops<Isa>;
+  using vf = typename V::vf;
+  constexpr std::size_t L = V::lanes, C = R >= 8 ? 1 : 2;  // vectors per step
+  vf acc[R][C];
+  for (auto& row : acc)
+    for (vf& a : row) a = V::zero();
+  for (std::size_t i = 0; i < n; i += C * L) {
+    vf x[C];
+#pragma GCC unroll 2
+    for (std::size_t c = 0; c < C; ++c) x[c] = V::load_f16(p + i + c * k_tile_d);
+    const std::size_t e = i % k_tile_d;
+#pragma GCC unroll 8
+    for (std::size_t r = 0; r < R; ++r)
+#pragma GCC unroll 2
+      for (std::size_t c = 0; c < C; ++c)
+        acc[r][c] = V::fma(V::load(q + r * k_tile_d + e), x[c], acc[r][c]);
+  }
+  vf s = V::zero();
+  for (auto& row : acc)
+    for (const vf& a : row) s = V::add(s, a);
+  return sum_lanes<Isa>(s);
+}
+
+template <class Isa, std::size_t R>
+float widen_once_broadcast(const std::uint16_t* p, std::size_t n, const float* prob) noexcept {
+  using V = mnemo::simd::ops<Isa>;
+  using vf = typename V::vf;
+  constexpr std::size_t L = V::lanes, NV = R >= 8 ? 1 : 2;  // V vectors per cell
+  vf acc[R][NV];
+  for (auto& row : acc)
+    for (vf& a : row) a = V::zero();
+  for (std::size_t i = 0; i < n; i += NV * L) {
+    vf x[NV];
+#pragma GCC unroll 2
+    for (std::size_t v = 0; v < NV; ++v) x[v] = V::load_f16(p + i + v * L);
+    const std::size_t j = i / k_tile_d % 64;
+#pragma GCC unroll 8
+    for (std::size_t r = 0; r < R; ++r) {
+      const vf pr = V::set1(prob[r * 64 + j]);
+#pragma GCC unroll 2
+      for (std::size_t v = 0; v < NV; ++v) acc[r][v] = V::fma(pr, x[v], acc[r][v]);
+    }
+  }
+  vf s = V::zero();
+  for (auto& row : acc)
+    for (const vf& a : row) s = V::add(s, a);
+  return sum_lanes<Isa>(s);
+}
+
 }  // namespace mnemo_bench::probe

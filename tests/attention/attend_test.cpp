@@ -174,19 +174,21 @@ TYPED_TEST(AttendTest, MatchesReference) {
   }
 }
 
-// One token at GQA 1, 2, 3, 4 and 8 takes each decode read order (decode_steps.inl):
+// One token at GQA 1, 2, 3, 4, 8 and 12 takes each decode read order (decode_steps.inl):
 // address order at GQA 1; with K/V read in place groups of eight cells at GQA 2 and 3,
-// K in groups and V head by head at GQA 4, head by head at GQA 8; q8_0/q4_0 head by
-// head from GQA 2. 5 and 8 KV heads leave a remainder of the four-head dots and spread
-// a group's prefetches unevenly and evenly over its heads; windows leave partial groups.
+// K in groups and V head by head at GQA 4, head by head from GQA 8; q8_0/q4_0 head by
+// head from GQA 2; with AVX2 the eight-row tiles at GQA 8 and 12 (with four rows left). 5 and 8 KV
+// heads leave a remainder of the four-head dots and spread a group's prefetches unevenly and evenly
+// over its heads; windows leave partial groups.
 TYPED_TEST(AttendTest, DecodeReadOrdersMatchReference) {
   using Isa = typename TypeParam::isa;
   using E = typename TypeParam::elem;
   if constexpr (simd::is_compiled<Isa>) {
-    constexpr std::size_t gqa[] = {1, 2, 3, 4, 8};
+    // 8 and 12: AVX2's eight-row tiles alone and with a four-row remainder.
+    constexpr std::size_t gqa[] = {1, 2, 3, 4, 8, 12};
     attention::workspace ws;
-    for (std::uint32_t seed = 200; seed < 250; ++seed) {
-      const scenario<E> sc(seed, 1, seed % 2 == 0 ? 8 : 5, gqa[seed / 2 % 5]);
+    for (std::uint32_t seed = 200; seed < 260; ++seed) {
+      const scenario<E> sc(seed, 1, seed % 2 == 0 ? 8 : 5, gqa[seed / 2 % 6]);
       ASSERT_EQ(compare_with_reference<Isa>(sc, seed, static_cast<int>(seed % 3) + 1, ws), "");
     }
   }

@@ -18,20 +18,52 @@
 //   keeps output rows in registers.
 // Included after tile_math.inl and block_steps.inl; @pre d_k % L == 0, d_v % L == 0.
 
+/// The dot tiles of head_logits: four rows x four cells, each K vector widened once for
+/// four rows. With AVX2's 16 vector registers that tile spills four of its accumulators
+/// (measured on Zen 1, four rows x two cells without spills was 5-8% slower at GQA 4),
+/// and eight rows took two tiles, each widening every K vector again: there rows go
+/// eight at a time with one cell first (8 accumulators, each K vector widened once for
+/// all eight rows, the query vectors loaded by the FMAs), each cell's K row prefetched
+/// into L1 k_dot_row_ahead cells ahead (it comes from L2 otherwise, one wait per cell).
+static constexpr bool k_dot_eight_rows = k_vector_registers == 16;
+static constexpr std::size_t k_dot_cells = 4;
+static constexpr std::size_t k_dot_row_ahead = 2;
+
+/// head_logits's steps (tiles) for R rows and n_js cells: its cursor steps once per tile.
+static constexpr std::size_t head_logits_steps(std::size_t R, std::size_t n_js) noexcept {
+  const std::size_t r8 = k_dot_eight_rows ? R / 8 * 8 : 0;
+  return n_js * (r8 / 8) + (n_js + k_dot_cells - 1) / k_dot_cells * ((R - r8 + 3) / 4);
+}
+
 /// s[r * Bc + j] = q[r] . k_j for the R rows of one KV head and its kept cells js
-/// (krow[x]: cell js[x]'s row of that head), in tiles of four rows x four cells: each
-/// K vector is loaded once for four rows and each query vector once for four cells,
-/// 8 loads per 16 FMAs. pf steps once per tile (an idle cursor in groups).
+/// (krow[x]: cell js[x]'s row of that head), in the tiles above: each K vector is loaded
+/// once for four or eight rows and each query vector once per tile's cells. pf steps
+/// once per tile (an idle cursor in groups).
 template <class RE>
 MNEMO_NOINLINE static void head_logits(const float* q, std::size_t R, std::size_t dk,
                                        const RE* const* krow, const std::uint32_t* js,
                                        std::size_t n_js, float* s, prefetch_cursor& pf) noexcept {
-  constexpr std::size_t Bc = detail::k_block_cells;
+  constexpr std::size_t Bc = detail::k_block_cells, Cm = k_dot_cells;
   prefetch_cursor cur = pf;  // a local copy stays in registers (pf may alias s)
+  std::size_t r8 = 0;
+  if constexpr (k_dot_eight_rows) {
+    r8 = R / 8 * 8;
+    const std::size_t row_bytes = dtype::blocks_in_row<RE>(dk) * sizeof(RE);
+    for (std::size_t x = 0; x < n_js; ++x) {
+      if (r8 != 0 && x + k_dot_row_ahead < n_js)
+        for (std::size_t b = 0; b < row_bytes; b += 64)
+          simd::prefetch(reinterpret_cast<const char*>(krow[x + k_dot_row_ahead]) + b,
+                         simd::prefetch_target::l1);
+      for (std::size_t r0 = 0; r0 < r8; r0 += 8) {
+        cur.step();
+        dot_tile<RE, 8, 1>(q + r0 * dk, dk, krow + x, dk, s + r0 * Bc + js[x], Bc);
+      }
+    }
+  }
   float tmp[16];
-  for (std::size_t x0 = 0; x0 < n_js; x0 += 4) {
-    const std::size_t C = n_js - x0 < 4 ? n_js - x0 : 4;
-    for (std::size_t r0 = 0; r0 < R; r0 += 4) {
+  for (std::size_t x0 = 0; x0 < n_js && r8 < R; x0 += Cm) {
+    const std::size_t C = n_js - x0 < Cm ? n_js - x0 : Cm;
+    for (std::size_t r0 = r8; r0 < R; r0 += 4) {
       const std::size_t G = R - r0 < 4 ? R - r0 : 4;
       cur.step();
       if (js[x0 + C - 1] - js[x0] == C - 1) {  // consecutive cells: store the sums in place
@@ -44,6 +76,59 @@ MNEMO_NOINLINE static void head_logits(const float* q, std::size_t R, std::size_
     }
   }
   pf = cur;
+}
+
+/// o[8, dv] += P[8, cells js] . V[js, dv], one output vector of the eight rows at a
+/// time (8 accumulators), each V vector widened once for all eight rows. The
+/// probabilities are broadcast once into a table [cells, 8 rows, L] that the FMAs load:
+/// broadcasting them again for every output vector cost as much as the widening
+/// (bench_machine's BM_f16_widen_once, broadcast against dots). @pre dv % L == 0
+template <class RE>
+MNEMO_NOINLINE static void pv_eight_rows(const float* p, std::size_t ldp, const std::uint32_t* js,
+                                         std::size_t n_js, const RE* const* v, std::size_t dv,
+                                         float* o, std::size_t ldo, prefetch_cursor& pf) noexcept {
+  constexpr std::size_t Bc = detail::k_block_cells;
+  alignas(64) float pb[Bc * 8 * L];  // [cells, 8 rows, L]
+  for (std::size_t x = 0; x < n_js; ++x)
+#pragma GCC unroll 8
+    for (std::size_t r = 0; r < 8; ++r) V::store(pb + (x * 8 + r) * L, V::set1(p[r * ldp + js[x]]));
+  prefetch_cursor cur = pf;  // a local copy stays in registers (pf may alias o)
+  for (std::size_t n0 = 0; n0 < dv; n0 += L) {
+    vf acc[8];
+#pragma GCC unroll 8
+    for (std::size_t r = 0; r < 8; ++r) acc[r] = V::load(o + r * ldo + n0);
+    for (std::size_t x = 0; x < n_js; ++x) {
+      cur.step();
+      const vf vv = load_row(v[x], n0);
+      const float* px = pb + x * 8 * L;
+#pragma GCC unroll 8
+      for (std::size_t r = 0; r < 8; ++r) acc[r] = V::fma(V::load(px + r * L), vv, acc[r]);
+    }
+#pragma GCC unroll 8
+    for (std::size_t r = 0; r < 8; ++r) V::store(o + r * ldo + n0, acc[r]);
+  }
+  pf = cur;
+}
+
+/// o[R, dv] += P[R, cells js] . V[js, dv] for one decode head: pv_any, except that with
+/// AVX2's 16 registers rows go eight at a time first (pv_eight_rows), where pv_any's
+/// four-row tiles widened every V vector twice. pf steps as pv_decode_steps counts.
+template <class RE>
+static void pv_decode(std::size_t R, const float* p, std::size_t ldp, const std::uint32_t* js,
+                      std::size_t n_js, const RE* const* v, std::size_t dv, float* o,
+                      std::size_t ldo, prefetch_cursor& pf) noexcept {
+  std::size_t r = 0;
+  if constexpr (k_dot_eight_rows)
+    for (; r + 8 <= R; r += 8)
+      pv_eight_rows<RE>(p + r * ldp, ldp, js, n_js, v, dv, o + r * ldo, ldo, pf);
+  if (r < R) pv_any<RE>(R - r, p + r * ldp, ldp, js, n_js, v, dv, o + r * ldo, ldo, pf);
+}
+
+/// pv_decode's steps (calls of prefetch_cursor::step) for R rows and n_js cells.
+static constexpr std::size_t pv_decode_steps(std::size_t R, std::size_t n_js,
+                                             std::size_t dv) noexcept {
+  const std::size_t r8 = k_dot_eight_rows ? R / 8 * 8 : 0;
+  return (r8 / 8) * (dv / L) * n_js + pv_steps(R - r8, n_js, dv);
 }
 
 /// s[h * Bc + j] = q_h . k_h for the H heads of one cell row k, one query row per head
@@ -203,7 +288,7 @@ static void logits_by_head(const detail::call& c, const item_rows& rows, std::si
   vpf.p = rows.v + (j0 + js[0]) * rows.v_stride;
   vpf.end = rows.v + (j0 + js[n_js - 1]) * rows.v_stride + rows.v_bytes;
   const std::size_t lines = static_cast<std::size_t>(vpf.end - vpf.p + 63) / 64;
-  const std::size_t steps = H * ((n_js + 3) / 4) * ((R + 3) / 4);
+  const std::size_t steps = H * head_logits_steps(R, n_js);
   vpf.per_step = (lines + steps - 1) / steps;
   const KE* krow[Bc];
   for (std::size_t h = 0; h < H; ++h) {
@@ -245,7 +330,7 @@ static void values_by_head(const detail::call& c, const item_rows& rows, std::si
     pf.p = base + (j0 + Bc) * stride;
     pf.end = base + (j0 + Bc + next_cells - 1) * stride + bytes;
     const std::size_t lines = static_cast<std::size_t>(pf.end - pf.p + 63) / 64;
-    const std::size_t steps = H * pv_steps(R, n_js, dv);
+    const std::size_t steps = H * pv_decode_steps(R, n_js, dv);
     pf.per_step = (lines + steps - 1) / steps;
   }
   const VE* vrow[Bc];
@@ -253,7 +338,7 @@ static void values_by_head(const detail::call& c, const item_rows& rows, std::si
     for (std::size_t x = 0; x < n_js; ++x)
       vrow[x] =
           reinterpret_cast<const VE*>(rows.v + (j0 + js[x]) * rows.v_stride + h * c.v_head_bytes);
-    pv_any<VE>(R, w.s + h * R * Bc, Bc, js, n_js, vrow, dv, w.o + h * R * dv, dv, pf);
+    pv_decode<VE>(R, w.s + h * R * Bc, Bc, js, n_js, vrow, dv, w.o + h * R * dv, dv, pf);
   }
 }
 
@@ -320,7 +405,7 @@ static void values_in_groups(const detail::call& c, const item_rows& rows, std::
     for (std::size_t x = 0; x < n; ++x)
       vrow[x] = reinterpret_cast<const VE*>(rows.v + (j0 + js[x0 + x]) * rows.v_stride +
                                             h * c.v_head_bytes);
-    pv_any<VE>(R, w.s + h * R * Bc, Bc, js + x0, n, vrow, dv, w.o + h * R * dv, dv, none);
+    pv_decode<VE>(R, w.s + h * R * Bc, Bc, js + x0, n, vrow, dv, w.o + h * R * dv, dv, none);
   });
 }
 
