@@ -305,10 +305,15 @@ void stream_products(std::span<const product_out> products, const product_input&
 template <simd::isa_tag Isa>
 void quant_mul_mat(const weight& w, const float* x, std::size_t x_stride, std::size_t n_tok,
                    float* y, std::size_t y_stride, int nt, matmul_workspace& ws) {
-  const std::size_t n_units = (w.n_out + 3) / 4;  // whole 4-row tiles per thread
-  const std::size_t n_parts = n_tok < k_gemm_min_tokens
-                                  ? streaming_parts(w.n_bytes(), n_tok, nt)
-                                  : std::min<std::size_t>(static_cast<std::size_t>(nt), n_units);
+  const std::size_t n_units = (w.n_out + 3) / 4;  // whole 4-row tiles per part
+  // Many tokens: k_quant_parts_per_thread parts per thread, handed out by ticket, so that
+  // a thread slowed by another process leaves its share to the others (one range per
+  // thread waited for the slowest).
+  const std::size_t n_parts =
+      n_tok < k_gemm_min_tokens
+          ? streaming_parts(w.n_bytes(), n_tok, nt)
+          : std::min<std::size_t>(
+                nt == 1 ? 1 : static_cast<std::size_t>(nt) * k_quant_parts_per_thread, n_units);
   const auto rows_of = [&](std::size_t part, std::size_t& r0, std::size_t& r1) {
     r0 = n_units * part / n_parts * 4;
     r1 = std::min(w.n_out, n_units * (part + 1) / n_parts * 4);

@@ -39,6 +39,9 @@ inline std::size_t quant_token_group(std::size_t x_bytes) noexcept {
   return std::max(k_quant_min_token_group, k_quant_group_bytes / x_bytes);
 }
 
+/// Parts of a many-token product per thread (each a range of whole 4-row tiles).
+inline constexpr std::size_t k_quant_parts_per_thread = 8;
+
 /// How far ahead of the row being read the rows are prefetched: as the one-token
 /// streaming kernel (matmul_gemv.inl's k_decode_prefetch_bytes), software prefetch is
 /// what streams the weights on the Zen VMs this was measured on.

@@ -139,15 +139,23 @@ static MNEMO_INLINE void legacy_sums4_(const E* b, const A* a, std::int32_t* out
   _mm_storeu_si128(reinterpret_cast<__m128i*>(out), s);
 }
 
-/// One super-block of 4 rows unpacked once for all the tokens of a group (k_tile_rows):
-/// the codes made non-negative (q3_K, q6_K: plus 4 or 32, taken back out through x's
-/// group sums, so the integer sums are the ones of k_isum_), each vector's two group
-/// scales in its two 128-bit halves, and per row the 16-bit factors of x's 16 group
-/// sums: the mins (msum) or -offset * scale (added to isum).
+/// One super-block of 4 rows unpacked once for all the tokens of a group (k_tile_rows),
+/// rows interleaved by 8 codes: q[v][c] holds codes 32 v + 8 c .. 32 v + 8 c + 7 of rows
+/// 0..3 in its four 64-bit lanes, so one vpmaddubsw against a token's 8 codes broadcast
+/// to the four lanes serves 4 rows. The 16-bit pair sums of the 4 (or 2) chunks of one
+/// scale group add up before one vpmaddwd by that group's scales (sc[g]: row r's scale
+/// in 16-bit lanes 4 r .. 4 r + 3), where the row-by-row layout took one vpmaddwd per
+/// vpmaddubsw: both run on one 128-bit pipe of Zen 1, 2 uops per 256-bit op. Codes are
+/// made non-negative (q3_K, q6_K: plus 4 or 32, taken back out through x's group sums,
+/// so the integer sums are the ones of k_isum_); per row gs holds the 16-bit factors of
+/// x's 16 group sums: the mins (msum) or -offset * scale (added to isum).
+///
+/// No 16-bit sum overflows: a lane adds 8 products of codes below 32 (q4_K, q5_K: groups
+/// of 32, 8 * 31 * 128 < 2^15) or 4 of codes below 64 (groups of 16: 4 * 63 * 128).
 template <class E>
 struct k_tile_ {
-  __m256i q[4][8];
-  __m256i sc[4][8];
+  __m256i q[8][4];
+  __m256i sc[16];
   __m256i gs[4];
   float d[4], dmin[4];
 };
@@ -157,21 +165,27 @@ static constexpr int k_code_offset_ = std::is_same_v<E, dtype::block_q3_K>   ? 4
                                       : std::is_same_v<E, dtype::block_q6_K> ? 32
                                                                              : 0;
 
+/// Scale groups of 32 codes (q4_K, q5_K: one per vector) or of 16 (the others).
+template <class E>
+static constexpr bool k_groups_of_32_ =
+    std::is_same_v<E, dtype::block_q4_K> || std::is_same_v<E, dtype::block_q5_K>;
+
 template <class E>
 static MNEMO_INLINE void k_tile_unpack_(const E* const* rows, std::size_t b,
                                         k_tile_<E>& t) noexcept {
   constexpr int off = k_code_offset_<E>;
+  __m256i q[4][8];
+  std::uint64_t spread[4][16];  // row r's scale of group g in four 16-bit lanes
   for (std::size_t r = 0; r < 4; ++r) {
     const E& blk = rows[r][b];
-    k_codes_(blk, t.q[r]);
+    k_codes_(blk, q[r]);
     if constexpr (off != 0)
       for (std::size_t v = 0; v < 8; ++v)
-        t.q[r][v] = _mm256_add_epi8(t.q[r][v], _mm256_set1_epi8(static_cast<char>(off)));
+        q[r][v] = _mm256_add_epi8(q[r][v], _mm256_set1_epi8(static_cast<char>(off)));
     k_group_scales s;
     group_scales(blk, s);
-    for (std::size_t v = 0; v < 8; ++v)
-      t.sc[r][v] =
-          _mm256_set_m128i(_mm_set1_epi16(s.scale[2 * v + 1]), _mm_set1_epi16(s.scale[2 * v]));
+    for (std::size_t g = 0; g < 16; ++g)
+      spread[r][g] = static_cast<std::uint16_t>(s.scale[g]) * 0x0001000100010001ull;
     if constexpr (has_min<E>) {
       t.gs[r] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s.min));
       t.dmin[r] = half_(blk.dmin);
@@ -182,6 +196,21 @@ static MNEMO_INLINE void k_tile_unpack_(const E* const* rows, std::size_t b,
     }
     t.d[r] = half_(blk.d);
   }
+  // A 4 x 4 transpose of 64-bit lanes per vector: [r c] -> [c r].
+  for (std::size_t v = 0; v < 8; ++v) {
+    const __m256i lo01 = _mm256_unpacklo_epi64(q[0][v], q[1][v]);  // r0c0 r1c0 | r0c2 r1c2
+    const __m256i hi01 = _mm256_unpackhi_epi64(q[0][v], q[1][v]);  // r0c1 r1c1 | r0c3 r1c3
+    const __m256i lo23 = _mm256_unpacklo_epi64(q[2][v], q[3][v]);
+    const __m256i hi23 = _mm256_unpackhi_epi64(q[2][v], q[3][v]);
+    t.q[v][0] = _mm256_permute2x128_si256(lo01, lo23, 0x20);
+    t.q[v][1] = _mm256_permute2x128_si256(hi01, hi23, 0x20);
+    t.q[v][2] = _mm256_permute2x128_si256(lo01, lo23, 0x31);
+    t.q[v][3] = _mm256_permute2x128_si256(hi01, hi23, 0x31);
+  }
+  for (std::size_t g = 0; g < 16; ++g)
+    t.sc[g] = _mm256_set_epi64x(
+        static_cast<long long>(spread[3][g]), static_cast<long long>(spread[2][g]),
+        static_cast<long long>(spread[1][g]), static_cast<long long>(spread[0][g]));
 }
 
 /// The 8 lane sums of v[0..7] (3 rounds of pairwise adds for all eight).
@@ -200,36 +229,63 @@ static MNEMO_INLINE void hsum4_epi32_(const __m256i* v, std::int32_t* out) noexc
                    _mm_add_epi32(_mm256_castsi256_si128(a), _mm256_extracti128_si256(a, 1)));
 }
 
-/// isum and msum of the tile's 4 rows against NT tokens' blocks, [4 x NT] row-major:
-/// per vector of 32 codes, the tokens' codes are loaded once for the 4 rows and each
-/// row's codes and scales once for the NT tokens.
+/// 8 codes of x at p in each 64-bit lane.
+static MNEMO_INLINE __m256i broadcast8_(const std::int8_t* p) noexcept {
+  long long v;
+  std::memcpy(&v, p, 8);
+  return _mm256_set1_epi64x(v);
+}
+
+/// isum and msum of the tile's 4 rows against NT tokens' blocks, [4 x NT] row-major.
+/// Per token one accumulator of 8 lanes, rows [0 0 1 1 | 2 2 3 3]; the token's codes are
+/// broadcast once per 8 and meet all 4 rows in one vpmaddubsw.
 template <class E, std::size_t NT>
 static MNEMO_INLINE void k_tile_sums_(const k_tile_<E>& w, const dtype::block_q8_K* const* a,
                                       std::int32_t* isum, std::int32_t* msum) noexcept {
-  __m256i acc[4 * NT];
+  __m256i acc[NT];
   for (auto& v : acc) v = _mm256_setzero_si256();
-  for (std::size_t v = 0; v < 8; ++v) {
-    __m256i av[NT];
-    for (std::size_t t = 0; t < NT; ++t)
-      av[t] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[t]->qs + 32 * v));
-    for (std::size_t r = 0; r < 4; ++r)
-      for (std::size_t t = 0; t < NT; ++t)
-        acc[r * NT + t] = _mm256_add_epi32(
-            acc[r * NT + t], _mm256_madd_epi16(_mm256_maddubs_epi16(w.q[r][v], av[t]), w.sc[r][v]));
+  for (std::size_t v = 0; v < 8; ++v)
+    for (std::size_t t = 0; t < NT; ++t) {
+      const std::int8_t* x = a[t]->qs + 32 * v;
+      const __m256i p0 = _mm256_maddubs_epi16(w.q[v][0], broadcast8_(x));
+      const __m256i p1 = _mm256_maddubs_epi16(w.q[v][1], broadcast8_(x + 8));
+      const __m256i p2 = _mm256_maddubs_epi16(w.q[v][2], broadcast8_(x + 16));
+      const __m256i p3 = _mm256_maddubs_epi16(w.q[v][3], broadcast8_(x + 24));
+      if constexpr (k_groups_of_32_<E>) {
+        const __m256i s = _mm256_add_epi16(_mm256_add_epi16(p0, p1), _mm256_add_epi16(p2, p3));
+        acc[t] = _mm256_add_epi32(acc[t], _mm256_madd_epi16(s, w.sc[2 * v]));
+      } else {
+        acc[t] = _mm256_add_epi32(
+            acc[t], _mm256_add_epi32(_mm256_madd_epi16(_mm256_add_epi16(p0, p1), w.sc[2 * v]),
+                                     _mm256_madd_epi16(_mm256_add_epi16(p2, p3), w.sc[2 * v + 1])));
+      }
+    }
+  // rows' pairs of lanes added: per token [r0 r1 | r2 r3] (with NT == 2, the two tokens
+  // side by side: [t0r0 t0r1 t1r0 t1r1 | t0r2 t0r3 t1r2 t1r3])
+  alignas(32) std::int32_t lanes[8];
+  if constexpr (NT == 2) {
+    _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), _mm256_hadd_epi32(acc[0], acc[1]));
+    for (std::size_t t = 0; t < 2; ++t)
+      for (std::size_t r = 0; r < 4; ++r) isum[r * 2 + t] = lanes[4 * (r / 2) + 2 * t + r % 2];
+  } else {
+    _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), _mm256_hadd_epi32(acc[0], acc[0]));
+    for (std::size_t r = 0; r < 4; ++r) isum[r] = lanes[4 * (r / 2) + r % 2];
   }
   __m256i gsum[4 * NT];
   for (std::size_t t = 0; t < NT; ++t) {
     const __m256i bs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[t]->bsums));
     for (std::size_t r = 0; r < 4; ++r) gsum[r * NT + t] = _mm256_madd_epi16(bs, w.gs[r]);
   }
-  if constexpr (!has_min<E>)
-    for (std::size_t i = 0; i < 4 * NT; ++i) acc[i] = _mm256_add_epi32(acc[i], gsum[i]);
-  if constexpr (NT == 2) {
-    hsum8_epi32_(acc, isum);
-    if constexpr (has_min<E>) hsum8_epi32_(gsum, msum);
-  } else {
-    hsum4_epi32_(acc, isum);
-    if constexpr (has_min<E>) hsum4_epi32_(gsum, msum);
+  alignas(32) std::int32_t g[4 * NT];
+  if constexpr (NT == 2)
+    hsum8_epi32_(gsum, g);
+  else
+    hsum4_epi32_(gsum, g);
+  for (std::size_t i = 0; i < 4 * NT; ++i) {
+    if constexpr (has_min<E>)
+      msum[i] = g[i];
+    else
+      isum[i] += g[i];
   }
 }
 
