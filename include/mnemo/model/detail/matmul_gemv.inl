@@ -337,10 +337,17 @@ static void gemv1_(const unsigned char* w, std::size_t row_bytes, std::size_t n_
 /// Vector registers of the ISA: AVX2 16, AVX-512 and NEON 32 (scalar: as many as it likes).
 static constexpr std::size_t k_vector_registers = L == 8 ? 16 : 32;
 
-/// Rows of the f32 / f16 / bf16 tile for T tokens: 4, or 2 where 4 x T accumulators, the
-/// 4 weight vectors and an x vector would not fit the registers (AVX2 from 3 tokens).
+/// Rows of the f32 / f16 / bf16 tile for T tokens: 4, or 2 or 1 where R x T
+/// accumulators, the R weight vectors and an x vector would not fit the registers
+/// (AVX2: 2 rows for 3-6 tokens, 1 for 7 and 8).
 template <std::size_t T>
-static constexpr std::size_t few_tokens_rows_ = 4 * T + 4 + 1 <= k_vector_registers ? 4 : 2;
+static constexpr std::size_t few_tokens_rows_ = 4 * T + 4 + 1 <= k_vector_registers   ? 4
+                                                : 2 * T + 2 + 1 <= k_vector_registers ? 2
+                                                                                      : 1;
+
+/// The most tokens the f32 / f16 / bf16 rows take in one register tile (few_tokens_);
+/// more go to the small-M kernel.
+static constexpr std::size_t k_few_tokens_max = 8;
 
 /// f32 / f16 / bf16 rows and 2-5 tokens in one tile: each weight vector is loaded (and
 /// widened) once per call and multiplied by every token, where token groups of
@@ -375,6 +382,9 @@ static void gemv(const unsigned char* w, std::size_t row_bytes, std::size_t n_ro
       case 3: few_tokens_<E, 3>(w, row_bytes, n_rows, n, x, x_stride, y, y_stride); return;
       case 4: few_tokens_<E, 4>(w, row_bytes, n_rows, n, x, x_stride, y, y_stride); return;
       case 5: few_tokens_<E, 5>(w, row_bytes, n_rows, n, x, x_stride, y, y_stride); return;
+      case 6: few_tokens_<E, 6>(w, row_bytes, n_rows, n, x, x_stride, y, y_stride); return;
+      case 7: few_tokens_<E, 7>(w, row_bytes, n_rows, n, x, x_stride, y, y_stride); return;
+      case 8: few_tokens_<E, 8>(w, row_bytes, n_rows, n, x, x_stride, y, y_stride); return;
       default: break;
     }
   }
