@@ -11,8 +11,9 @@
 // matrix-vector product, bound by the weight bytes); larger n_tok is prefill.
 // Preconditions are debug asserts: the model checks shapes when it loads.
 //
-// Three kernels (docs/products.md): for up to 5 tokens, the weight rows stream through
-// dtype's dot or tiles decoded in registers (detail/matmul_gemv.inl); from 6 tokens to
+// Three kernels (docs/products.md): for up to 5 tokens (f32 / f16 / bf16: 8), the weight
+// rows stream through dtype's dot or tiles decoded in registers (detail/matmul_gemv.inl);
+// from 6 tokens (f32 / f16 / bf16: 9) to
 // k_gemm_min_tokens - 1, strips of 4 weight rows are decoded once per call into L1 and
 // register tiles of 4 rows x 2-4 tokens run over them (detail/matmul_small_m.inl); from
 // k_gemm_min_tokens on, panels of
@@ -236,12 +237,14 @@ void product_rows(const weight& w, std::size_t r0, std::size_t r1, const product
 }
 
 /// Whether n_tok tokens take the small-M kernel (matmul_small_m.inl): fewer tokens run
-/// faster through the streaming tiles, and from k_gemm_min_tokens on the packed product
-/// runs.
-template <simd::isa_tag Isa>
+/// faster through the streaming tiles (f32 / f16 / bf16 rows: up to k_few_tokens_max
+/// tokens in one register tile), and from k_gemm_min_tokens on the packed product runs.
+template <simd::isa_tag Isa, class E>
 constexpr bool takes_small_m(std::size_t n_tok) noexcept {
-  return n_tok >= matmul_kernels<Isa>::k_small_m_min_tokens &&
-         n_tok <= matmul_kernels<Isa>::k_small_m_max_tokens;
+  using kernels = matmul_kernels<Isa>;
+  const std::size_t min_tokens =
+      is_quantised<E> ? kernels::k_small_m_min_tokens : kernels::k_few_tokens_max + 1;
+  return n_tok >= min_tokens && n_tok <= kernels::k_small_m_max_tokens;
 }
 
 /// Thread slot `part`'s slice of ws.rounded_x for the 8-bit kernels' packed x, or null
@@ -279,7 +282,7 @@ void stream_products(std::span<const product_out> products, const product_input&
   constexpr std::size_t scratch_floats = matmul_kernels<Isa>::gemm_scratch_floats;
   static_assert(matmul_kernels<Isa>::small_m_scratch_floats <= scratch_floats);
   const bool small_m =
-      takes_small_m<Isa>(n_tok) && matmul_reserve<Isa>(ws, static_cast<int>(n_parts)).is_ok();
+      takes_small_m<Isa, E>(n_tok) && matmul_reserve<Isa>(ws, static_cast<int>(n_parts)).is_ok();
   parallel_for(n_parts, static_cast<int>(n_parts), [&](std::size_t part, int) {
     const std::size_t u0 = n_units * part / n_parts, u1 = n_units * (part + 1) / n_parts;
     float* packed = packed_x_slice(ws, in, part, n_in);

@@ -66,6 +66,26 @@ template <class E, std::size_t R, std::size_t T, std::size_t J>
 static MNEMO_INLINE void dot_step_(const E* const (&rows)[R], std::size_t s, const float* d,
                                    std::size_t d_stride, const float* x, std::size_t x_stride,
                                    vf (&acc)[R][T][J]) noexcept {
+  if constexpr (!is_block_type_<E>) {
+    // One vector of k at a time: R weight vectors live, not R x k_step_vecs (the 4 x 4
+    // f16 tile kept 16 widened vectors and spilled most of them on AVX2's 16 registers).
+    // The same order of additions per accumulator as below.
+    (void)d;
+    (void)d_stride;
+#pragma GCC unroll 32
+    for (std::size_t j = 0; j < k_step_vecs; ++j) {
+      vf wv[R];
+#pragma GCC unroll 8
+      for (std::size_t r = 0; r < R; ++r) wv[r] = RK::load_values(rows[r] + s * k_step + j * L);
+#pragma GCC unroll 8
+      for (std::size_t t = 0; t < T; ++t) {
+        const vf xv = V::load(x + t * x_stride + s * k_step + j * L);
+#pragma GCC unroll 8
+        for (std::size_t r = 0; r < R; ++r) acc[r][t][j % J] = V::fma(xv, wv[r], acc[r][t][j % J]);
+      }
+    }
+    return;
+  }
   vf v[R][k_step_vecs];
 #pragma GCC unroll 8
   for (std::size_t r = 0; r < R; ++r) step_values(rows[r], s, d[r * d_stride], v[r]);
@@ -314,6 +334,37 @@ static void gemv1_(const unsigned char* w, std::size_t row_bytes, std::size_t n_
   }
 }
 
+/// Vector registers of the ISA: AVX2 16, AVX-512 and NEON 32 (scalar: as many as it likes).
+static constexpr std::size_t k_vector_registers = L == 8 ? 16 : 32;
+
+/// Rows of the f32 / f16 / bf16 tile for T tokens: 4, or 2 or 1 where R x T
+/// accumulators, the R weight vectors and an x vector would not fit the registers
+/// (AVX2: 2 rows for 3-6 tokens, 1 for 7 and 8).
+template <std::size_t T>
+static constexpr std::size_t few_tokens_rows_ = 4 * T + 4 + 1 <= k_vector_registers   ? 4
+                                                : 2 * T + 2 + 1 <= k_vector_registers ? 2
+                                                                                      : 1;
+
+/// The most tokens the f32 / f16 / bf16 rows take in one register tile (few_tokens_);
+/// more go to the small-M kernel.
+static constexpr std::size_t k_few_tokens_max = 8;
+
+/// f32 / f16 / bf16 rows and 2-5 tokens in one tile: each weight vector is loaded (and
+/// widened) once per call and multiplied by every token, where token groups of
+/// k_gemv_tokens widened it once per group (on Zen 1 vcvtph2ps costs about as much FMA
+/// pipe time as two FMAs, docs/performance.md).
+template <class E, std::size_t T>
+static void few_tokens_(const unsigned char* w, std::size_t row_bytes, std::size_t n_rows,
+                        std::size_t n, const float* x, std::size_t x_stride, float* y,
+                        std::size_t y_stride) noexcept {
+  constexpr std::size_t R = few_tokens_rows_<T>;
+  std::size_t r = 0;
+  for (; r + R <= n_rows; r += R)
+    dot_tile_<E, R, T>(w + r * row_bytes, row_bytes, n, x, x_stride, y + r, y_stride, true);
+  for (; r < n_rows; ++r)
+    dot_tile_<E, 1, T>(w + r * row_bytes, row_bytes, n, x, x_stride, y + r, y_stride, true);
+}
+
 /// y[t][r] = x[t] . row r for n_rows rows of n values (row_bytes apart) and n_tok
 /// tokens: [n_tok, n] f32 (x_stride) x [n_rows, n] E -> [n_tok, n_rows] f32 (y_stride).
 /// @pre n % 32 == 0 for q8_0 / q4_0
@@ -324,6 +375,18 @@ static void gemv(const unsigned char* w, std::size_t row_bytes, std::size_t n_ro
   if (n_tok == 1) {
     gemv1_<E>(w, row_bytes, n_rows, n, x, y);
     return;
+  }
+  if constexpr (!is_block_type_<E>) {
+    switch (n_tok) {  // all the tokens in one tile: each weight vector widened once per call
+      case 2: few_tokens_<E, 2>(w, row_bytes, n_rows, n, x, x_stride, y, y_stride); return;
+      case 3: few_tokens_<E, 3>(w, row_bytes, n_rows, n, x, x_stride, y, y_stride); return;
+      case 4: few_tokens_<E, 4>(w, row_bytes, n_rows, n, x, x_stride, y, y_stride); return;
+      case 5: few_tokens_<E, 5>(w, row_bytes, n_rows, n, x, x_stride, y, y_stride); return;
+      case 6: few_tokens_<E, 6>(w, row_bytes, n_rows, n, x, x_stride, y, y_stride); return;
+      case 7: few_tokens_<E, 7>(w, row_bytes, n_rows, n, x, x_stride, y, y_stride); return;
+      case 8: few_tokens_<E, 8>(w, row_bytes, n_rows, n, x, x_stride, y, y_stride); return;
+      default: break;
+    }
   }
   std::size_t r = 0;
   for (; r + k_gemv_rows <= n_rows; r += k_gemv_rows)
