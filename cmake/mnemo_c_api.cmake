@@ -31,10 +31,15 @@ if(MNEMO_BUILD_ENGINE)
               "${PROJECT_SOURCE_DIR}/src/engine/attention_split.cpp"
               "${PROJECT_SOURCE_DIR}/src/engine/attention_bounded.cpp"
               "${PROJECT_SOURCE_DIR}/src/engine/attention_iswa.cpp"
-              "${PROJECT_SOURCE_DIR}/src/engine/recurrent.cpp"
-              # its models' kernels, compiled once for the files above
-              "${PROJECT_SOURCE_DIR}/src/kernels/products.cpp"
-              "${PROJECT_SOURCE_DIR}/src/kernels/attention.cpp")
+              "${PROJECT_SOURCE_DIR}/src/engine/recurrent.cpp")
+  # Its models' kernels, compiled once for the files above; in our own build the objects
+  # of mnemo_kernels, which are compiled with the same flags (cmake/mnemo_own_targets.cmake).
+  if(TARGET mnemo_kernel_objects)
+    target_sources(mnemo_engine PRIVATE $<TARGET_OBJECTS:mnemo_kernel_objects>)
+  else()
+    target_sources(mnemo_engine PRIVATE "${PROJECT_SOURCE_DIR}/src/kernels/products.cpp"
+                                        "${PROJECT_SOURCE_DIR}/src/kernels/attention.cpp")
+  endif()
   add_library(mnemo::engine ALIAS mnemo_engine)
   target_link_libraries(mnemo_engine PUBLIC mnemo::mnemo)
   target_include_directories(mnemo_engine PRIVATE "${PROJECT_SOURCE_DIR}/src")

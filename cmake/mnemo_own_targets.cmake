@@ -22,7 +22,7 @@ function(mnemo_strict target)
   endif()
   # Our targets share one compiled copy of the native kernels; the compiled libraries
   # (mnemo::engine, mnemo::c) carry their own, and the no-exceptions check compiles alone.
-  if(MNEMO_KERNELS_LIBRARY AND NOT target MATCHES "^mnemo_(kernels|engine|c|noexcept_check)$")
+  if(MNEMO_KERNELS_LIBRARY AND NOT target MATCHES "^mnemo_(kernels|kernel_objects|engine|c|noexcept_check)$")
     target_link_libraries(${target} PRIVATE mnemo_kernels)
   endif()
 endfunction()
@@ -30,12 +30,18 @@ endfunction()
 # mnemo_kernels: the weight products and the attention kernels of the native ISA
 # (src/kernels/), compiled once instead of in every test, example and bench that runs a
 # model; MNEMO_EXTERN_KERNELS makes the headers declare them extern (docs/compile-time.md).
-# Not installed: it is compiled with our MNEMO_ISA flags.
+# Not installed: it is compiled with our MNEMO_ISA flags. The objects are
+# position-independent so that mnemo::engine (also linked into the shared mnemo::c) takes
+# them as they are instead of compiling the same kernels a second time.
 option(MNEMO_KERNELS_LIBRARY "Compile the native kernels once for our own targets" ON)
 if(MNEMO_KERNELS_LIBRARY)
-  add_library(mnemo_kernels STATIC ${PROJECT_SOURCE_DIR}/src/kernels/products.cpp
-                                   ${PROJECT_SOURCE_DIR}/src/kernels/attention.cpp)
+  add_library(mnemo_kernel_objects OBJECT ${PROJECT_SOURCE_DIR}/src/kernels/products.cpp
+                                          ${PROJECT_SOURCE_DIR}/src/kernels/attention.cpp)
+  target_link_libraries(mnemo_kernel_objects PUBLIC mnemo::mnemo)
+  target_compile_definitions(mnemo_kernel_objects PUBLIC MNEMO_EXTERN_KERNELS)
+  set_target_properties(mnemo_kernel_objects PROPERTIES POSITION_INDEPENDENT_CODE ON)
+  mnemo_strict(mnemo_kernel_objects)
+  add_library(mnemo_kernels STATIC $<TARGET_OBJECTS:mnemo_kernel_objects>)
   target_link_libraries(mnemo_kernels PUBLIC mnemo::mnemo)
   target_compile_definitions(mnemo_kernels PUBLIC MNEMO_EXTERN_KERNELS)
-  mnemo_strict(mnemo_kernels)
 endif()
