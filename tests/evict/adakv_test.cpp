@@ -38,16 +38,30 @@ float planted_score(std::size_t head, pos_t p) {
   return static_cast<float>(z >> 40) / 16777216.0f + 0.5f * static_cast<float>(head);
 }
 
-struct planted : ev::policy_defaults {
+/// Scores that fall with the position (older cells first: a dense lane then holds its
+/// highest scores in its lowest slots, as H2O's accumulated mass does) or rise with it.
+float older_higher(std::size_t head, pos_t p) {
+  return -static_cast<float>(p) - 0.375f * static_cast<float>(head);
+}
+float newer_higher(std::size_t head, pos_t p) {
+  return static_cast<float>(p) + 0.375f * static_cast<float>(head);
+}
+
+using score_fn = float (*)(std::size_t, pos_t);
+
+/// A score per (KV head, position), given at insert.
+template <score_fn Score>
+struct scored : ev::policy_defaults {
   static constexpr std::size_t state_floats = 1;
   void on_insert(const ev::step_info& s, ev::slot_view v, std::size_t slot, const float*,
                  const float*) const noexcept {
-    v.state[slot] = planted_score(s.kv_head, v.pos[slot]);
+    v.state[slot] = Score(s.kv_head, v.pos[slot]);
   }
   float score(const ev::step_info&, ev::slot_view v, std::size_t slot) const noexcept {
     return v.state[slot];
   }
 };
+using planted = scored<planted_score>;
 
 synthetic random_rows(std::size_t n, std::size_t n_kv, std::size_t group, std::uint64_t seed) {
   synthetic s;
@@ -72,7 +86,7 @@ struct model_run {
 };
 
 model_run run_model(const synthetic& s, std::size_t n_prefill, std::size_t chunk,
-                    std::size_t budget, double alpha) {
+                    std::size_t budget, double alpha, score_fn score = planted_score) {
   const std::size_t H = s.n_head_kv, g = s.n_head / H, d = s.d;
   model_run m;
   m.kept.resize(H);
@@ -115,7 +129,7 @@ model_run run_model(const synthetic& s, std::size_t n_prefill, std::size_t chunk
       std::vector<std::tuple<double, pos_t, std::size_t>> rest;
       for (std::size_t h = 0; h < H; ++h) {
         std::vector<std::pair<double, pos_t>> c;
-        for (pos_t p : m.kept[h]) c.push_back({planted_score(h, p), p});
+        for (pos_t p : m.kept[h]) c.push_back({score(h, p), p});
         std::sort(c.begin(), c.end(), best_first);
         for (std::size_t i = 0; i < c.size(); ++i) {
           if (i < forced)
@@ -172,6 +186,35 @@ TEST(EvictAdakv, KeptSetsAndOutputsMatchFp64) {
         for (std::size_t i = 0; i < r.out.size(); ++i)
           ASSERT_NEAR(r.out[i], m.out[i], 2e-4) << "first difference at output " << i;
       }
+}
+
+// Lanes of a few hundred cells, decode steps evicting one cell per head: each head's
+// lowest cells are found from a sampled bound, whichever way the scores run with the
+// slot (falling, rising, random); the kept sets are the model's.
+TEST(EvictAdakv, KeptSetsMatchFp64WhateverTheSlotOrder) {
+  run_options o;
+  o.granularity = memory::kv_granularity::per_kv_head;
+  const synthetic s = random_rows(360, 2, 2, 4);
+  auto check = [&](auto policy, score_fn score, const char* name) {
+    for (std::size_t budget : {70, 150})
+      for (double alpha : {0.0, 0.2, 0.6}) {
+        SCOPED_TRACE(::testing::Message() << name << " budget " << budget << " alpha " << alpha);
+        policy.alpha = alpha;
+        const run_result r = run_synthetic(s, 160, 16, budget, policy, o);
+        const model_run m = run_model(s, 160, 16, budget, alpha, score);
+        for (std::size_t h = 0; h < 2; ++h) {
+          std::vector<pos_t> got = r.kept_per_lane[h];
+          std::sort(got.begin(), got.end());
+          ASSERT_EQ(got, m.kept[h]) << "head " << h;
+        }
+        ASSERT_EQ(r.out.size(), m.out.size());
+        for (std::size_t i = 0; i < r.out.size(); ++i)
+          ASSERT_NEAR(r.out[i], m.out[i], 2e-4) << "first difference at output " << i;
+      }
+  };
+  check(ev::adakv<scored<older_higher>>{}, older_higher, "older higher");
+  check(ev::adakv<scored<newer_higher>>{}, newer_higher, "newer higher");
+  check(ev::adakv<planted>{}, planted_score, "random");
 }
 
 // With alpha = 1 every head keeps its own top B: the per-KV-head lanes' rule. The pooled

@@ -142,6 +142,59 @@ TEST(EvictLaneState, RollbackRestoresAndSeqCpCopiesIt) {
   for (float x : a.lane_of(1, 0).stats) ASSERT_EQ(x, 0.0f);
 }
 
+// Expected Attention journals its writes to the lane state (evict::journals_lane): a
+// transaction of several micro-batches overwrites the window's rows more than once
+// (three chunks of 8 rows into a ring of 6, then decode rows) and rescores fully, and
+// rollback restores the lane state, the cells and their scores exactly.
+TEST(EvictLaneState, RollbackOfManyMicroBatchesRestoresTheWindow) {
+  const synthetic s = data(80, 24);
+  auto a = make();
+  prefill_and_decode(a, s, 33);
+  const auto stats = a.lane_of(0, 0).stats;
+  const auto cells = kept(a);
+  const auto file = save(a);
+  // Micro-batches of 8, 8, 8, 1, 1 tokens of sequence 0 in one transaction.
+  const std::vector<std::size_t> sizes{8, 8, 8, 1, 1};
+  std::vector<std::vector<pos_t>> pos;
+  std::vector<std::vector<seq_set>> sets;
+  std::vector<memory::ubatch_tokens> ubs;
+  std::size_t t = 33;
+  for (std::size_t n : sizes) {
+    pos.emplace_back(n);
+    sets.emplace_back(n, seq_set::of(0));
+    for (std::size_t j = 0; j < n; ++j) pos.back()[j] = static_cast<pos_t>(t + j);
+    t += n;
+  }
+  for (std::size_t u = 0; u < sizes.size(); ++u) ubs.push_back({pos[u], sets[u]});
+  ASSERT_TRUE(a.prepare(ubs).is_ok());
+  const attention::shape sh{s.n_head, s.n_head_kv, s.d, s.d};
+  attention::params ap;
+  ap.scale = 0.25f;
+  attention::workspace ws;
+  memory::layer_views lv;
+  t = 33;
+  for (std::size_t u = 0; u < sizes.size(); ++u) {
+    ASSERT_TRUE(a.apply(u, ubs[u]).is_ok());
+    const std::size_t row = s.n_head_kv * s.d;
+    for (std::size_t j = 0; j < sizes[u]; ++j)
+      a.write_kv(0, u, j, &s.k[(t + j) * row], &s.v[(t + j) * row]);
+    a.views(0, u, lv);
+    std::vector<seq_id> seq(sizes[u], 0);
+    std::vector<float> out(sizes[u] * s.n_head * s.d);
+    const attention::query_batch qb{&s.q[t * s.n_head * s.d], sizes[u], pos[u].data(), seq.data(),
+                                    nullptr};
+    ASSERT_TRUE((model::attend_observed<simd::native, float, float>(a, 0, u, sh, ap, qb, lv,
+                                                                    out.data(), ws, {1}))
+                    .is_ok());
+    t += sizes[u];
+  }
+  EXPECT_NE(a.lane_of(0, 0).stats, stats);
+  a.rollback();
+  EXPECT_EQ(a.lane_of(0, 0).stats, stats);
+  EXPECT_EQ(kept(a), cells);
+  EXPECT_EQ(save(a), file);
+}
+
 TEST(EvictLaneState, AnotherWindowIsRefused) {
   const synthetic s = data(40, 23);
   auto a = make();

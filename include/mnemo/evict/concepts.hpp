@@ -50,7 +50,15 @@ struct slot_view {
   std::span<const pos_t> pos;  // [capacity]; < 0: empty
   std::span<float> state;      // [capacity * Policy::state_floats]
   std::span<float> lane = {};  // [lane_floats(...)], zero when the lane starts
+  /// The cache's undo log of `lane` (journals_lane, below; null otherwise).
+  void (*save_lane)(void* ctx, std::size_t first, std::size_t count) noexcept = nullptr;
+  void* save_ctx = nullptr;
   bool live(std::size_t slot) const noexcept { return pos[slot] >= 0; }
+  /// A policy that journals its lane state calls this before it overwrites lane[first,
+  /// first + count) in a hook, so the cache can undo the write on rollback.
+  void will_write(std::size_t first, std::size_t count) const noexcept {
+    if (save_lane != nullptr) save_lane(save_ctx, first, count);
+  }
 };
 
 /// The signals a policy can receive (docs/eviction.md, "Signals"). The attention
@@ -251,6 +259,16 @@ std::size_t lane_floats_of(const P& p, std::size_t n_head_kv, std::size_t d_k) n
   else
     return 0;
 }
+
+/// A policy whose lane state is large and mostly unchanged by a call (Expected
+/// Attention's window: one query row per decode step) declares `static constexpr
+/// bool journals_lane = true` and calls slot_view::will_write before every write to
+/// slot_view::lane; the cache then saves only those floats for rollback instead of
+/// copying the whole lane state at the lane's first change in a batch.
+template <class P>
+inline constexpr bool journals_lane = requires {
+  requires P::journals_lane;
+};
 
 /// The chunked trigger: when a lane goes over its kept size, a policy with a member
 /// `evict_chunk` (m) frees m - 1 cells more than needed, so the next m - 1 tokens

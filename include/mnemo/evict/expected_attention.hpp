@@ -9,9 +9,10 @@
 //         log-sum-exp of z over the lane's cells (the softmax),
 //   score_j = (s_j + epsilon) * ||v_j||,
 // averaged over the lane's KV heads per layer (the lane's own head per KV head).
-// k^T Rbar Sigma Rbar^T k is computed as the mean over the window of
-// ((Rbar (q_i - mu)) . k)^2, which is the same number in O(window x d) per key
-// instead of O(d^2).
+// Both terms come from the key's dots with the window's rows, y_i = (Rbar q_i) . k:
+// k . Rbar mu is their mean and k^T Rbar Sigma Rbar^T k the mean of (y_i - mean y)^2,
+// the same numbers in O(window x d) per key instead of O(d^2), with no pass over the
+// window for mu.
 //
 // The window lives in the lane's state (evict::lane_floats_of), so it carries over
 // between calls: every call adds its newest rows (signal::query, the post-RoPE
@@ -39,6 +40,10 @@ struct expected_attention {
   static constexpr std::size_t state_floats = 2;  // score, mean ||v|| over the lane's heads
   static constexpr bool uses_attention = true;
   static constexpr signal_set signals = signal::query;
+  /// Each write to the lane state is declared (slot_view::will_write): a decode step
+  /// changes one query row of the window, which is what a rollback then keeps, instead
+  /// of a copy of the whole window ([window, query heads, d_k] floats) per step.
+  static constexpr bool journals_lane = true;
   std::size_t window = 32;          // query rows the statistics come from
   std::size_t n_future = 512;       // future positions the rotation is averaged over
   pos_t n_sink = 4;                 // protected first positions; their query rows are skipped
@@ -100,10 +105,12 @@ struct expected_attention {
     if (sg.query == nullptr || window == 0 || v.lane.size() != header + QH + window * QH * d)
       return;  // no queries, or not the geometry lane_floats was given (group, d_k)
     float* ring = v.lane.data() + header + QH;
+    v.will_write(0, header);
     for (std::size_t r = 0; r < sg.rows; ++r) {
       if (sg.row_pos[r] < n_sink) continue;
       const auto i = static_cast<std::size_t>(v.lane[next]);
       float* dst = ring + i * QH * d;
+      v.will_write(header + QH + i * QH * d, QH * d);
       for (std::size_t e = 0; e < QH * d; ++e) dst[e] = sg.query[r * QH * d + e];
       for (std::size_t h = 0; h < QH; ++h)
         attention::rope_rotate(rope, dst + h * d, -static_cast<double>(sg.row_pos[r]));
@@ -124,10 +131,11 @@ struct expected_attention {
     if (w == 0) return;
     float* lse = v.lane.data() + header;
     const float* ring = lse + QH;
+    v.will_write(0, header + QH);  // the counters and, at a full rescore, L
     v.lane[since] += 1.0f;
     const bool all = s.prefill() || v.lane[scored] == 0.0f ||
                      v.lane[since] >= static_cast<float>(std::max<std::size_t>(rescore_every, 1));
-    thread_local std::vector<float> ubar, u, row, z;
+    thread_local std::vector<float> u, row, y, z;
     thread_local std::vector<std::complex<double>> rbar;
     rbar.resize(rope.n_rot / 2);
     const double T = static_cast<double>(s.pos_end) - 1.0;
@@ -135,61 +143,53 @@ struct expected_attention {
       rbar[c] = mean_rotation(rope.pair_frequency(c), T, n_future);
     const float inv_sqrt_d = 1.0f / std::sqrt(static_cast<float>(d));
     const float cov_scale = 1.0f / (2.0f * static_cast<float>(d) * static_cast<float>(w));
-    // The window mean mu per query head (pre-RoPE): sums, then one scale (a division
-    // per element kept the loop scalar).
-    ubar.assign(QH * d, 0.0f);
-    for (std::size_t h = 0; h < QH; ++h)
-      for (std::size_t i = 0; i < w; ++i)
-        for (std::size_t e = 0; e < d; ++e) ubar[h * d + e] += ring[(i * QH + h) * d + e];
     const float inv_w = 1.0f / static_cast<float>(w);
-    for (float& x : ubar) x *= inv_w;
+    // z of one key from its dots with the window's rows, y_i = (Rbar q_i) . k: k . Rbar
+    // mu is the mean of the y_i and k^T Rbar Sigma Rbar^T k the mean of (y_i - mean
+    // y)^2, so neither mu nor a centred window is formed: a decode step costs the w
+    // dots per query head (dot_rows_f32) and no pass over the window for its mean.
+    auto z_of = [&](const float* yh) {
+      float m = 0.0f;
+      for (std::size_t i = 0; i < w; ++i) m += yh[i];
+      m *= inv_w;
+      float c = 0.0f;
+      for (std::size_t i = 0; i < w; ++i) c += (yh[i] - m) * (yh[i] - m);
+      return m * inv_sqrt_d + c * cov_scale;
+    };
     row.resize(H * d);
-    if (!all) {  // a decode step scores its own tokens: (Rbar x) . k = x . (Rbar^T k), so
-                 // the window's rows are used as they are, O((w + 1) d) per query head
+    y.resize(g * w);
+    if (!all) {  // a decode step scores its own tokens: (Rbar q) . k = q . (Rbar^T k), so
+                 // the window's rows are used as they are, O(w d) per query head
       const pos_t first_new = s.pos_end - static_cast<pos_t>(s.n_new);
       for (std::size_t j = 0; j < n; ++j) {
         if (!v.live(j) || v.pos[j] < first_new) continue;
         keys.row(j, row.data());
         for (std::size_t kh = 0; kh < H; ++kh) apply_mean(rbar, &row[kh * d], true);
         float a = 0.0f;
-        for (std::size_t h = 0; h < QH; ++h) {
-          const float* k = &row[(h / g) * d];
-          const float m = dot_f32(k, &ubar[h * d], d);
-          float c = 0.0f;
-          for (std::size_t i = 0; i < w; ++i) {
-            const float p = dot_f32(k, &ring[(i * QH + h) * d], d) - m;
-            c += p * p;
-          }
-          a += std::exp(m * inv_sqrt_d + c * cov_scale - lse[h]);
+        for (std::size_t h = 0; h < QH; ++h) {  // ring: [w, QH, d]
+          dot_rows_f32(&row[(h / g) * d], &ring[h * d], w, QH * d, d, y.data());
+          a += std::exp(z_of(y.data()) - lse[h]);
         }
         v.state[2 * j] = (a / static_cast<float>(QH) + epsilon) * v.state[2 * j + 1];
       }
       return;
     }
-    // Every cell: ubar = Rbar mu, u_i = Rbar (q_i - mu) once, then O((w + 1) d) per key.
+    // Every cell: x_i = Rbar q_i once, [QH, w, d], so a KV head's group is g x w
+    // consecutive rows, then g x w dots per key and KV head.
     u.resize(QH * w * d);
-    for (std::size_t h = 0; h < QH; ++h) {
-      float* mu = &ubar[h * d];
+    for (std::size_t h = 0; h < QH; ++h)
       for (std::size_t i = 0; i < w; ++i) {
-        float* ui = &u[(h * w + i) * d];
-        for (std::size_t e = 0; e < d; ++e) ui[e] = ring[(i * QH + h) * d + e] - mu[e];
-        apply_mean(rbar, ui);
+        float* xi = &u[(h * w + i) * d];
+        std::copy_n(&ring[(i * QH + h) * d], d, xi);
+        apply_mean(rbar, xi);
       }
-      apply_mean(rbar, mu);
-    }
     z.resize(QH * n);
     for (std::size_t j = 0; j < n; ++j) {
       if (!v.live(j)) continue;
       keys.row(j, row.data());
-      for (std::size_t h = 0; h < QH; ++h) {
-        const float* k = &row[(h / g) * d];
-        const float m = dot_f32(k, &ubar[h * d], d);
-        float c = 0.0f;
-        for (std::size_t i = 0; i < w; ++i) {
-          const float p = dot_f32(k, &u[(h * w + i) * d], d);
-          c += p * p;
-        }
-        z[h * n + j] = m * inv_sqrt_d + c * cov_scale;
+      for (std::size_t kh = 0; kh < H; ++kh) {
+        dot_rows_f32(&row[kh * d], &u[kh * g * w * d], g * w, d, d, y.data());
+        for (std::size_t r = 0; r < g; ++r) z[(kh * g + r) * n + j] = z_of(&y[r * w]);
       }
     }
     for (std::size_t h = 0; h < QH; ++h) {  // each head's log-sum-exp over every live cell

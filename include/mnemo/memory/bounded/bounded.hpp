@@ -283,6 +283,7 @@ class bounded {
     }
     b.pos_max_.assign(n_seq, -1);
     b.snap_of_.assign(b.lanes_.size(), -1);
+    if constexpr (evict::journals_lane<Policy>) b.journal_ctx_.assign(b.lanes_.size(), {});
     if constexpr (reads_hooked)
       for (std::size_t i = 0; i < b.lanes_.size(); ++i) {
         MNEMO_ASSIGN_OR_RETURN(lane_reader r,
@@ -509,6 +510,9 @@ class bounded {
   struct row_save {
     std::size_t layer, row, offset;
   };
+  struct lane_save {  // lane state floats [first, first + count) of lane `lane`
+    std::size_t lane, first, count, offset;
+  };
 
   bounded() = default;
 
@@ -519,7 +523,36 @@ class bounded {
   lane& mut_lane(seq_id s, std::size_t layer, std::size_t head = 0) noexcept {
     return lanes_[lane_index(s, layer, head)];
   }
-  static evict::slot_view view_of(lane& ln) noexcept { return {ln.pos, ln.state, ln.stats}; }
+  /// The policy's view of a lane; a journaling policy's writes to the lane state go
+  /// through lane_journal_ while a batch is open (evict::journals_lane).
+  evict::slot_view view_of(lane& ln) noexcept {
+    evict::slot_view v{ln.pos, ln.state, ln.stats};
+    if constexpr (evict::journals_lane<Policy>) {
+      if (tx_open_) {
+        const auto li = static_cast<std::size_t>(&ln - lanes_.data());
+        journal_ctx_[li] = {this, li};
+        v.save_lane = &bounded::save_lane_floats;
+        v.save_ctx = &journal_ctx_[li];
+      }
+    }
+    return v;
+  }
+  struct journal_ctx {
+    bounded* self;
+    std::size_t lane;
+  };
+  /// Saves lane state floats [first, first + count) of a lane before the policy
+  /// overwrites them (slot_view::will_write); rollback restores them newest first.
+  static void save_lane_floats(void* ctx, std::size_t first, std::size_t count) noexcept {
+    const auto* c = static_cast<const journal_ctx*>(ctx);
+    bounded& b = *c->self;
+    const std::vector<float>& st = b.lanes_[c->lane].stats;
+    MNEMO_DASSERT(first + count <= st.size());
+    b.lane_saves_.push_back({c->lane, first, count, b.lane_save_floats_.size()});
+    b.lane_save_floats_.insert(b.lane_save_floats_.end(),
+                               st.begin() + static_cast<std::ptrdiff_t>(first),
+                               st.begin() + static_cast<std::ptrdiff_t>(first + count));
+  }
   /// The K row of a slot changed (written, moved into, re-rotated): its reader re-reads it.
   void key_changed(seq_id s, std::size_t layer, std::size_t head, std::size_t slot) noexcept {
     if constexpr (reads_hooked) readers_[lane_index(s, layer, head)].touched(slot);
@@ -646,6 +679,9 @@ class bounded {
   std::size_t n_snaps_ = 0;
   std::vector<row_save> saves_;
   std::vector<std::uint8_t> save_bytes_;
+  std::vector<lane_save> lane_saves_;     // journaling policies: lane state overwritten
+  std::vector<float> lane_save_floats_;   // their floats before the write
+  std::vector<journal_ctx> journal_ctx_;  // [lanes] the save context of each lane's view
   std::vector<pos_t> tx_pos_max_;
   // the attention call in flight (observe_call)
   struct call_info {

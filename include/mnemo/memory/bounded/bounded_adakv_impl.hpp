@@ -44,7 +44,7 @@ void bounded<P, KE, VE>::evict_pooled(const seq_step& ss, std::size_t layer) {
     if (live <= total) return;  // nothing to evict: each head keeps what it holds
     const std::size_t excess = live - total;
     const auto forced = static_cast<std::size_t>(policy_.alpha * static_cast<double>(kept));
-    thread_local std::vector<key> cand, mine;
+    thread_local std::vector<key> cand, sample;
     cand.clear();
     for (std::size_t h = 0; h < lh_; ++h) {
       lane& ln = mut_lane(ss.seq, layer, h);
@@ -61,26 +61,46 @@ void bounded<P, KE, VE>::evict_pooled(const seq_step& ss, std::size_t layer) {
                    static_cast<float>(policy_.score(st, v, j)), ln.pos[j],
                    static_cast<std::uint32_t>(j), static_cast<std::uint32_t>(h)};
       };
-      const std::size_t first = cand.size();
-      if (m <= 32) {  // keep the m lowest sorted while passing over the cells
-        for (std::size_t j = 0; j < ln.top; ++j) {
-          if (ln.pos[j] < 0) continue;
-          const key kj = key_of(j);
-          const std::size_t n = cand.size() - first;
-          if (n == m && !(kj < cand.back())) continue;
-          if (n == m) cand.pop_back();
-          auto at =
-              std::upper_bound(cand.begin() + static_cast<std::ptrdiff_t>(first), cand.end(), kj);
-          cand.insert(at, kj);
+      // The head's m lowest cells, whatever the slot order. Cells at or below a bound
+      // are buffered, and a full buffer is cut back to its m lowest, whose highest is
+      // the new bound. The first bound is the m-th lowest of 8m evenly spaced cells
+      // (at least the head's m-th lowest), so about live / 8 cells are buffered even
+      // when scores fall with the slot, as H2O's do (a dense lane holds its older
+      // cells, with more mass, lower): a bound that starts open there buffers every
+      // cell and its partial selections were most of adakv<h2o>'s bookkeeping.
+      const auto first = static_cast<std::ptrdiff_t>(cand.size());
+      const std::size_t cap = cand.size() + std::max<std::size_t>(4 * m, 64);
+      bool full = false;
+      key bound{};
+      if (32 * m <= ln.live) {
+        sample.clear();
+        const std::size_t n_s = 8 * m;
+        for (std::size_t i = 0; i < n_s; ++i) {
+          const std::size_t j = i * ln.top / n_s;
+          if (ln.pos[j] >= 0) sample.push_back(key_of(j));
         }
-      } else {
-        mine.clear();
-        for (std::size_t j = 0; j < ln.top; ++j)
-          if (ln.pos[j] >= 0) mine.push_back(key_of(j));
-        std::nth_element(mine.begin(), mine.begin() + static_cast<std::ptrdiff_t>(m - 1),
-                         mine.end());
-        cand.insert(cand.end(), mine.begin(), mine.begin() + static_cast<std::ptrdiff_t>(m));
+        if (sample.size() >= m) {
+          std::nth_element(sample.begin(), sample.begin() + static_cast<std::ptrdiff_t>(m - 1),
+                           sample.end());
+          bound = sample[m - 1];
+          full = true;
+        }
       }
+      auto cut = [&] {
+        std::nth_element(cand.begin() + first,
+                         cand.begin() + first + static_cast<std::ptrdiff_t>(m - 1), cand.end());
+        cand.resize(static_cast<std::size_t>(first) + m);
+        bound = cand.back();
+        full = true;
+      };
+      for (std::size_t j = 0; j < ln.top; ++j) {
+        if (ln.pos[j] < 0) continue;
+        const key kj = key_of(j);
+        if (full && bound < kj) continue;
+        cand.push_back(kj);
+        if (cand.size() == cap) cut();
+      }
+      if (cand.size() - static_cast<std::size_t>(first) > m) cut();
     }
     // The global bottom `excess` of the candidates go.
     if (excess < cand.size())

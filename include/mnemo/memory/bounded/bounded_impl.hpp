@@ -36,7 +36,10 @@ void bounded<P, KE, VE>::touch_lane(std::size_t li, const std::vector<std::uint3
   sn.pos.assign(ln.pos.begin(), ln.pos.begin() + top);
   sn.state.assign(ln.state.begin(),
                   ln.state.begin() + top * static_cast<std::ptrdiff_t>(state_floats));
-  sn.stats.assign(ln.stats.begin(), ln.stats.end());
+  if constexpr (evict::journals_lane<P>)  // the policy's writes are journaled instead
+    sn.stats.clear();
+  else
+    sn.stats.assign(ln.stats.begin(), ln.stats.end());
   sn.saved.assign(ln.top, 0);
   sn.live = ln.live;
   sn.top = ln.top;
@@ -111,6 +114,8 @@ void bounded<P, KE, VE>::commit() {
   n_snaps_ = 0;
   saves_.clear();
   save_bytes_.clear();
+  lane_saves_.clear();
+  lane_save_floats_.clear();
   tx_open_ = false;
   plan_.clear();
 }
@@ -139,6 +144,9 @@ void bounded<P, KE, VE>::rollback() {
           free_pages_[sn.lane / lh_].assign(sn.free_pages.begin(), sn.free_pages.end());
       }
     }
+    for (auto it = lane_saves_.rbegin(); it != lane_saves_.rend(); ++it)  // newest first
+      std::copy_n(lane_save_floats_.begin() + static_cast<std::ptrdiff_t>(it->offset), it->count,
+                  lanes_[it->lane].stats.begin() + static_cast<std::ptrdiff_t>(it->first));
     pos_max_ = tx_pos_max_;
     reset_readers();  // restored rows may be ones a reader had read
   }
