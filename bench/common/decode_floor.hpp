@@ -26,6 +26,23 @@ namespace mnemo_bench::probe {
 
 inline constexpr std::size_t k_floor_ahead_bytes = 16 * 1024;
 
+/// Every accumulator of a register tile set to zero.
+template <class Isa, class Tile>
+void zero_tile(Tile& acc) noexcept {
+  for (auto& row : acc)
+    for (auto& a : row) a = mnemo::simd::ops<Isa>::zero();
+}
+
+/// The sum of every lane of every accumulator of a register tile.
+template <class Isa, class Tile>
+float sum_tile(const Tile& acc) noexcept {
+  using V = mnemo::simd::ops<Isa>;
+  typename V::vf s = V::zero();
+  for (const auto& row : acc)
+    for (const auto& a : row) s = V::add(s, a);
+  return sum_lanes<Isa>(s);
+}
+
 /// R FMAs per f16 element of p[0, n), into four accumulators per row; returns a
 /// meaningless sum so the work stays. @pre n % (4 * lanes) == 0
 template <class Isa, std::size_t R>
@@ -55,10 +72,7 @@ float fma_floor_pass(const std::uint16_t* p, std::size_t n, bool software_prefet
 #pragma GCC unroll 4
       for (std::size_t j = 0; j < 4; ++j) acc[r][j] = V::fma(q[r], x[j], acc[r][j]);
   }
-  vf s = V::zero();
-  for (std::size_t r = 0; r < R; ++r)
-    for (const vf& a : acc[r]) s = V::add(s, a);
-  return sum_lanes<Isa>(s);
+  return sum_tile<Isa>(acc);
 }
 
 /// The register tiles of a decode kernel that widens each f16 vector once for R query
@@ -74,8 +88,7 @@ float widen_once_dots(const std::uint16_t* p, std::size_t n, const float* q) noe
   using vf = typename V::vf;
   constexpr std::size_t L = V::lanes, C = R >= 8 ? 1 : 2;  // vectors per step
   vf acc[R][C];
-  for (auto& row : acc)
-    for (vf& a : row) a = V::zero();
+  zero_tile<Isa>(acc);
   for (std::size_t i = 0; i < n; i += C * L) {
     vf x[C];
 #pragma GCC unroll 2
@@ -87,10 +100,7 @@ float widen_once_dots(const std::uint16_t* p, std::size_t n, const float* q) noe
       for (std::size_t c = 0; c < C; ++c)
         acc[r][c] = V::fma(V::load(q + r * k_tile_d + e), x[c], acc[r][c]);
   }
-  vf s = V::zero();
-  for (auto& row : acc)
-    for (const vf& a : row) s = V::add(s, a);
-  return sum_lanes<Isa>(s);
+  return sum_tile<Isa>(acc);
 }
 
 template <class Isa, std::size_t R>
@@ -99,8 +109,7 @@ float widen_once_broadcast(const std::uint16_t* p, std::size_t n, const float* p
   using vf = typename V::vf;
   constexpr std::size_t L = V::lanes, NV = R >= 8 ? 1 : 2;  // V vectors per cell
   vf acc[R][NV];
-  for (auto& row : acc)
-    for (vf& a : row) a = V::zero();
+  zero_tile<Isa>(acc);
   for (std::size_t i = 0; i < n; i += NV * L) {
     vf x[NV];
 #pragma GCC unroll 2
@@ -113,10 +122,7 @@ float widen_once_broadcast(const std::uint16_t* p, std::size_t n, const float* p
       for (std::size_t v = 0; v < NV; ++v) acc[r][v] = V::fma(pr, x[v], acc[r][v]);
     }
   }
-  vf s = V::zero();
-  for (auto& row : acc)
-    for (const vf& a : row) s = V::add(s, a);
-  return sum_lanes<Isa>(s);
+  return sum_tile<Isa>(acc);
 }
 
 }  // namespace mnemo_bench::probe
