@@ -214,7 +214,8 @@ static MNEMO_INLINE void k_tile_unpack_(const E* const* rows, std::size_t b,
 }
 
 /// The 8 lane sums of v[0..7] (3 rounds of pairwise adds for all eight).
-static MNEMO_INLINE void hsum8_epi32_(const __m256i* v, std::int32_t* out) noexcept {
+template <class Vec>
+static MNEMO_INLINE void hsum8_epi32_(const Vec* v, std::int32_t* out) noexcept {
   const __m256i a = _mm256_hadd_epi32(_mm256_hadd_epi32(v[0], v[1]), _mm256_hadd_epi32(v[2], v[3]));
   const __m256i b = _mm256_hadd_epi32(_mm256_hadd_epi32(v[4], v[5]), _mm256_hadd_epi32(v[6], v[7]));
   const __m256i s = _mm256_add_epi32(_mm256_permute2x128_si256(a, b, 0x20),
@@ -223,14 +224,16 @@ static MNEMO_INLINE void hsum8_epi32_(const __m256i* v, std::int32_t* out) noexc
 }
 
 /// The 4 lane sums of v[0..3].
-static MNEMO_INLINE void hsum4_epi32_(const __m256i* v, std::int32_t* out) noexcept {
+template <class Vec>
+static MNEMO_INLINE void hsum4_epi32_(const Vec* v, std::int32_t* out) noexcept {
   const __m256i a = _mm256_hadd_epi32(_mm256_hadd_epi32(v[0], v[1]), _mm256_hadd_epi32(v[2], v[3]));
   _mm_storeu_si128(reinterpret_cast<__m128i*>(out),
                    _mm_add_epi32(_mm256_castsi256_si128(a), _mm256_extracti128_si256(a, 1)));
 }
 
 /// 8 codes of x at p in each 64-bit lane.
-static MNEMO_INLINE __m256i broadcast8_(const std::int8_t* p) noexcept {
+template <class Code>
+static MNEMO_INLINE __m256i broadcast8_(const Code* p) noexcept {
   long long v;
   std::memcpy(&v, p, 8);
   return _mm256_set1_epi64x(v);
