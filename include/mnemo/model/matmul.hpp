@@ -11,9 +11,9 @@
 // matrix-vector product, bound by the weight bytes); larger n_tok is prefill.
 // Preconditions are debug asserts: the model checks shapes when it loads.
 //
-// Three kernels (docs/products.md): for up to 5 tokens (f32 / f16 / bf16: 8), the weight
+// Three kernels (docs/products.md): for up to 5 tokens (f32 / f16 / bf16: 16), the weight
 // rows stream through dtype's dot or tiles decoded in registers (detail/matmul_gemv.inl);
-// from 6 tokens (f32 / f16 / bf16: 9) to
+// from 6 tokens (f32 / f16 / bf16: 17) to
 // k_gemm_min_tokens - 1, strips of 4 weight rows are decoded once per call into L1 and
 // register tiles of 4 rows x 2-4 tokens run over them (detail/matmul_small_m.inl); from
 // k_gemm_min_tokens on, panels of
@@ -238,7 +238,7 @@ void product_rows(const weight& w, std::size_t r0, std::size_t r1, const product
 
 /// Whether n_tok tokens take the small-M kernel (matmul_small_m.inl): fewer tokens run
 /// faster through the streaming tiles (f32 / f16 / bf16 rows: up to k_few_tokens_max
-/// tokens in one register tile), and from k_gemm_min_tokens on the packed product runs.
+/// tokens in one or two register tiles), and from k_gemm_min_tokens on the packed product runs.
 template <simd::isa_tag Isa, class E>
 constexpr bool takes_small_m(std::size_t n_tok) noexcept {
   using kernels = matmul_kernels<Isa>;

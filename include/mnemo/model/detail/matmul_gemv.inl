@@ -345,24 +345,36 @@ static constexpr std::size_t few_tokens_rows_ = 4 * T + 4 + 1 <= k_vector_regist
                                                 : 2 * T + 2 + 1 <= k_vector_registers ? 2
                                                                                       : 1;
 
-/// The most tokens the f32 / f16 / bf16 rows take in one register tile (few_tokens_);
-/// more go to the small-M kernel.
-static constexpr std::size_t k_few_tokens_max = 8;
+/// The most tokens the f32 / f16 / bf16 rows take in one register tile (few_tokens_).
+static constexpr std::size_t k_few_tokens_tile_max = 8;
 
-/// f32 / f16 / bf16 rows and 2-5 tokens in one tile: each weight vector is loaded (and
-/// widened) once per call and multiplied by every token, where token groups of
-/// k_gemv_tokens widened it once per group (on Zen 1 vcvtph2ps costs about as much FMA
-/// pipe time as two FMAs, docs/performance.md).
-template <class E, std::size_t T>
+/// The most tokens the f32 / f16 / bf16 rows take through few_tokens_ (two tiles of up
+/// to k_few_tokens_tile_max tokens over the same rows); more go to the small-M kernel.
+static constexpr std::size_t k_few_tokens_max = 2 * k_few_tokens_tile_max;
+
+/// f32 / f16 / bf16 rows and TA + TB tokens (TA >= TB, TB = 0 for one tile): each weight
+/// vector is loaded (and widened) once per tile and multiplied by every token of the
+/// tile, where token groups of k_gemv_tokens widened it once per group (on Zen 1
+/// vcvtph2ps costs about as much FMA pipe time as two FMAs, docs/performance.md). The
+/// second tile reads the same rows from L1 right after the first (R rows of 2816 f16
+/// values are 5.5-11 KiB), so the weights come from memory once and are widened as often
+/// per token as with TA tokens alone; the small-M strips' 4 x 2-4 tiles reached less.
+template <class E, std::size_t TA, std::size_t TB = 0>
 static void few_tokens_(const unsigned char* w, std::size_t row_bytes, std::size_t n_rows,
                         std::size_t n, const float* x, std::size_t x_stride, float* y,
                         std::size_t y_stride) noexcept {
-  constexpr std::size_t R = few_tokens_rows_<T>;
+  static_assert(TA >= TB && TA <= k_few_tokens_tile_max);
+  const auto tiles = [&]<std::size_t R>(std::size_t r) {
+    const unsigned char* rows = w + r * row_bytes;
+    dot_tile_<E, R, TA>(rows, row_bytes, n, x, x_stride, y + r, y_stride, true);
+    if constexpr (TB > 0)
+      dot_tile_<E, R, TB>(rows, row_bytes, n, x + TA * x_stride, x_stride, y + TA * y_stride + r,
+                          y_stride, false);
+  };
+  constexpr std::size_t R = few_tokens_rows_<TA>;
   std::size_t r = 0;
-  for (; r + R <= n_rows; r += R)
-    dot_tile_<E, R, T>(w + r * row_bytes, row_bytes, n, x, x_stride, y + r, y_stride, true);
-  for (; r < n_rows; ++r)
-    dot_tile_<E, 1, T>(w + r * row_bytes, row_bytes, n, x, x_stride, y + r, y_stride, true);
+  for (; r + R <= n_rows; r += R) tiles.template operator()<R>(r);
+  for (; r < n_rows; ++r) tiles.template operator()<1>(r);
 }
 
 /// y[t][r] = x[t] . row r for n_rows rows of n values (row_bytes apart) and n_tok
@@ -377,7 +389,7 @@ static void gemv(const unsigned char* w, std::size_t row_bytes, std::size_t n_ro
     return;
   }
   if constexpr (!is_block_type_<E>) {
-    switch (n_tok) {  // all the tokens in one tile: each weight vector widened once per call
+    switch (n_tok) {  // one tile (up to 8 tokens) or two over the same rows
       case 2: few_tokens_<E, 2>(w, row_bytes, n_rows, n, x, x_stride, y, y_stride); return;
       case 3: few_tokens_<E, 3>(w, row_bytes, n_rows, n, x, x_stride, y, y_stride); return;
       case 4: few_tokens_<E, 4>(w, row_bytes, n_rows, n, x, x_stride, y, y_stride); return;
@@ -385,6 +397,14 @@ static void gemv(const unsigned char* w, std::size_t row_bytes, std::size_t n_ro
       case 6: few_tokens_<E, 6>(w, row_bytes, n_rows, n, x, x_stride, y, y_stride); return;
       case 7: few_tokens_<E, 7>(w, row_bytes, n_rows, n, x, x_stride, y, y_stride); return;
       case 8: few_tokens_<E, 8>(w, row_bytes, n_rows, n, x, x_stride, y, y_stride); return;
+      case 9: few_tokens_<E, 5, 4>(w, row_bytes, n_rows, n, x, x_stride, y, y_stride); return;
+      case 10: few_tokens_<E, 5, 5>(w, row_bytes, n_rows, n, x, x_stride, y, y_stride); return;
+      case 11: few_tokens_<E, 6, 5>(w, row_bytes, n_rows, n, x, x_stride, y, y_stride); return;
+      case 12: few_tokens_<E, 6, 6>(w, row_bytes, n_rows, n, x, x_stride, y, y_stride); return;
+      case 13: few_tokens_<E, 7, 6>(w, row_bytes, n_rows, n, x, x_stride, y, y_stride); return;
+      case 14: few_tokens_<E, 7, 7>(w, row_bytes, n_rows, n, x, x_stride, y, y_stride); return;
+      case 15: few_tokens_<E, 8, 7>(w, row_bytes, n_rows, n, x, x_stride, y, y_stride); return;
+      case 16: few_tokens_<E, 8, 8>(w, row_bytes, n_rows, n, x, x_stride, y, y_stride); return;
       default: break;
     }
   }
