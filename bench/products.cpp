@@ -9,6 +9,11 @@
 //           both limits (the weights from DRAM below 256 tokens).
 //   prefill (n_tok 512): GFLOP/s (2 n_tok n_in n_out) and the fraction of the FMA peak;
 //           Eigen's f32 product on the same data for comparison.
+//   in_cache (n_tok 1, one thread, ~256 KiB of weights read from L2 over and over): the
+//           instruction cost of each type's one-token product without memory waits, as
+//           weight bytes/s per core; arith_bound = that rate x MNEMO_THREADS against the
+//           read bandwidth of as many threads (below 1: the arithmetic, not the memory,
+//           bounds the type's decode).
 // best_*: the fastest single call against the same limits (robust to preemption).
 
 // GCC 12 warns inside its own AVX-512 intrinsics where Eigen's packing inlines them
@@ -178,6 +183,32 @@ void BM_product(benchmark::State& state) {
   mnemo_bench::add_isa_and_threads_labels(state, k_threads);
 }
 
+/// One token through [1024 -> n_out] weights of ~256 KiB on one thread, the same weights
+/// every call (L2-resident): the type's arithmetic rate with no memory wait.
+template <class E>
+void BM_in_cache(benchmark::State& state) {
+  constexpr std::size_t n_in = 1024, target_bytes = 256 * 1024;
+  const std::size_t n_out =
+      std::max<std::size_t>(4, target_bytes / dtype::row_bytes_of<E>(n_in) / 4 * 4);
+  setup<E> s(n_in, n_out, 1, false, false);
+  const model::weight& w = s.store.ws.front();
+  double best = 1e30;
+  for (auto _ : state) {
+    const auto t0 = std::chrono::steady_clock::now();
+    model::mul_mat<simd::native>(w, s.x.data(), n_in, 1, s.y.data(), n_out, 1, s.scratch);
+    benchmark::DoNotOptimize(s.y.data());
+    benchmark::ClobberMemory();
+    best = std::min(best,
+                    std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  const double bytes = static_cast<double>(w.n_bytes());
+  state.counters["best_GBps_1core"] = bytes / best / 1e9;
+  state.counters["arith_bound"] =
+      bytes / best * k_threads / (mnemo_bench::read_gbps_for(k_threads) * 1e9);
+  mnemo_bench::add_bytes_counters(state, bytes, 1);
+  mnemo_bench::add_isa_and_threads_labels(state, 1);
+}
+
 /// Eigen's f32 product Y = X W^T on the same layout (row-major W [n_out, n_in]).
 void BM_eigen_f32(benchmark::State& state) {
   const auto n_in = static_cast<Eigen::Index>(state.range(0));
@@ -334,6 +365,39 @@ BENCHMARK_TEMPLATE(BM_product, dtype::block_q6_K)
 BENCHMARK_TEMPLATE(BM_product, dtype::block_q4_0, true)
     ->Apply(decode_one_token_args)
     ->Name("decode/q4_0_tiles");
+BENCHMARK_TEMPLATE(BM_in_cache, float)->Name("in_cache/f32")->Unit(benchmark::kMicrosecond);
+BENCHMARK_TEMPLATE(BM_in_cache, dtype::f16)->Name("in_cache/f16")->Unit(benchmark::kMicrosecond);
+BENCHMARK_TEMPLATE(BM_in_cache, dtype::bf16)->Name("in_cache/bf16")->Unit(benchmark::kMicrosecond);
+BENCHMARK_TEMPLATE(BM_in_cache, dtype::block_q8_0)
+    ->Name("in_cache/q8_0")
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_TEMPLATE(BM_in_cache, dtype::block_q4_0)
+    ->Name("in_cache/q4_0")
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_TEMPLATE(BM_in_cache, dtype::block_q4_1)
+    ->Name("in_cache/q4_1")
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_TEMPLATE(BM_in_cache, dtype::block_q5_0)
+    ->Name("in_cache/q5_0")
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_TEMPLATE(BM_in_cache, dtype::block_q5_1)
+    ->Name("in_cache/q5_1")
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_TEMPLATE(BM_in_cache, dtype::block_q2_K)
+    ->Name("in_cache/q2_K")
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_TEMPLATE(BM_in_cache, dtype::block_q3_K)
+    ->Name("in_cache/q3_K")
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_TEMPLATE(BM_in_cache, dtype::block_q4_K)
+    ->Name("in_cache/q4_K")
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_TEMPLATE(BM_in_cache, dtype::block_q5_K)
+    ->Name("in_cache/q5_K")
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_TEMPLATE(BM_in_cache, dtype::block_q6_K)
+    ->Name("in_cache/q6_K")
+    ->Unit(benchmark::kMicrosecond);
 BENCHMARK_TEMPLATE(BM_token, dtype::f16)
     ->Name("token/f16")
     ->ArgName("grouped")
