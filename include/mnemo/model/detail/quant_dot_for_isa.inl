@@ -54,27 +54,44 @@ struct quant_dot<MNEMO_TARGET_ISA> {
   static float dot(const E* w, const activation_block_t<E>* a, std::size_t nb) noexcept {
     float acc = 0.0f;
     if constexpr (is_k_quant<E>) {
-      for (std::size_t b = 0; b < nb; ++b) {
+      const auto combine = [&](const E& blk, const activation_block_t<E>& ab, std::int32_t isum,
+                               std::int32_t msum) {
+        float dmin = 0.0f;
+        if constexpr (has_min<E>) dmin = half_(blk.dmin);
+        combine_k<E>(half_(blk.d), dmin, ab.d, isum, msum, acc);
+      };
+      std::size_t b = 0;
+#if defined(MNEMO_ARCH_X86_64)
+      if constexpr (x86_) {
+        // four super-blocks' sums reduced in one tree, then combined in row order
+        for (; b + 4 <= nb; b += 4) {
+          __m256i v[8];
+          for (std::size_t k = 0; k < 4; ++k) k_block_sums_(w[b + k], a[b + k], v[k], v[4 + k]);
+          std::int32_t sums[8] = {};
+          if constexpr (has_min<E>)
+            hsum8_epi32_(v, sums);
+          else
+            hsum4_epi32_(v, sums);
+          for (std::size_t k = 0; k < 4; ++k) combine(w[b + k], a[b + k], sums[k], sums[4 + k]);
+        }
+        for (; b < nb; ++b) {
+          std::int32_t isum, msum;
+          k_isum_msum_(w[b], a[b], isum, msum);
+          combine(w[b], a[b], isum, msum);
+        }
+      }
+#endif
+      for (; b < nb; ++b) {
         k_group_scales s;
         group_scales(w[b], s);
         std::int32_t isum = 0, msum = 0;
-#if defined(MNEMO_ARCH_X86_64)
-        if constexpr (x86_) {
-          isum = k_isum_(w[b], a[b].qs, s);
-          if constexpr (has_min<E>) msum = k_msum_(a[b].bsums, s);
-        } else
-#endif
-        {
-          alignas(64) std::int8_t q[256];
-          unpack_codes(w[b], q);
-          for (std::size_t g = 0; g < 16; ++g) {
-            isum += s.scale[g] * sum_products_(q + 16 * g, a[b].qs + 16 * g, 16);
-            if constexpr (has_min<E>) msum += s.min[g] * a[b].bsums[g];
-          }
+        alignas(64) std::int8_t q[256];
+        unpack_codes(w[b], q);
+        for (std::size_t g = 0; g < 16; ++g) {
+          isum += s.scale[g] * sum_products_(q + 16 * g, a[b].qs + 16 * g, 16);
+          if constexpr (has_min<E>) msum += s.min[g] * a[b].bsums[g];
         }
-        float dmin = 0.0f;
-        if constexpr (has_min<E>) dmin = half_(w[b].dmin);
-        combine_k<E>(half_(w[b].d), dmin, a[b].d, isum, msum, acc);
+        combine(w[b], a[b], isum, msum);
       }
     } else {
       std::size_t b = 0;

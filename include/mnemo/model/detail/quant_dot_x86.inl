@@ -79,28 +79,69 @@ static MNEMO_INLINE std::int32_t hsum_epi32_(T v) noexcept {
   return _mm_cvtsi128_si32(s);
 }
 
-/// isum = sum_g scale_g sum_{i in g} q_i a_i for one super-block.
+/// The 8 (scale, min) pairs of a q4_K / q5_K super-block (sub-blocks of 32) as 16-bit
+/// lanes, unpacked as group_scales does, without a trip through memory.
 template <class E>
-static MNEMO_INLINE std::int32_t k_isum_(const E& b, const std::int8_t* a,
-                                         const k_group_scales& s) noexcept {
-  __m256i q[8];
-  k_codes_(b, q);
-  __m256i acc = _mm256_setzero_si256();
-  for (std::size_t v = 0; v < 8; ++v) {
-    const __m256i av = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a + 32 * v));
-    const __m256i sc =
-        _mm256_set_m128i(_mm_set1_epi16(s.scale[2 * v + 1]), _mm_set1_epi16(s.scale[2 * v]));
-    acc = _mm256_add_epi32(acc, _mm256_madd_epi16(pair_products_<E>(q[v], av), sc));
-  }
-  return hsum_epi32_(acc);
+static MNEMO_INLINE void k4_scales_(const E& b, __m128i& scales, __m128i& mins) noexcept {
+  std::uint32_t w[3];
+  std::memcpy(w, b.scales, 12);
+  const std::uint32_t sc_hi = (w[2] & 0x0f0f0f0fu) | ((w[0] >> 2) & 0x30303030u);
+  const std::uint32_t mn_hi = ((w[2] >> 4) & 0x0f0f0f0fu) | ((w[1] >> 2) & 0x30303030u);
+  scales = _mm_cvtepu8_epi16(
+      _mm_set_epi32(0, 0, static_cast<int>(sc_hi), static_cast<int>(w[0] & 0x3f3f3f3fu)));
+  mins = _mm_cvtepu8_epi16(
+      _mm_set_epi32(0, 0, static_cast<int>(mn_hi), static_cast<int>(w[1] & 0x3f3f3f3fu)));
 }
 
-/// msum = sum_g min_g bsums_g.
-template <class T>
-static MNEMO_INLINE std::int32_t k_msum_(const std::int16_t* bsums, const T& s) noexcept {
-  const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(bsums));
-  const __m256i m = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s.min));
-  return hsum_epi32_(_mm256_madd_epi16(b, m));
+/// One super-block's sums as 8 lanes each, not yet reduced: the lanes of `isum` add up to
+/// sum_g scale_g sum_{i in g} q_i a_i, those of `msum` to sum_g min_g bsums_g (zero
+/// without mins), so that dot reduces four super-blocks' sums in one tree.
+template <class E>
+static MNEMO_INLINE void k_block_sums_(const E& b, const dtype::block_q8_K& a, __m256i& isum,
+                                       __m256i& msum) noexcept {
+  __m256i q[8];
+  k_codes_(b, q);
+  const auto* av = reinterpret_cast<const __m256i*>(a.qs);
+  const __m256i bsums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.bsums));
+  __m256i acc = _mm256_setzero_si256();
+  if constexpr (k_groups_of_32_<E>) {
+    // vector v is sub-block v: its scale spread over 16 lanes by one in-lane shuffle
+    __m128i scales, mins;
+    k4_scales_(b, scales, mins);
+    const __m256i sc2 = _mm256_broadcastsi128_si256(scales);
+    for (int v = 0; v < 8; ++v) {
+      const __m256i pick = _mm256_set1_epi16(static_cast<short>(0x0100 * (2 * v + 1) + 2 * v));
+      acc = _mm256_add_epi32(acc,
+                             _mm256_madd_epi16(pair_products_<E>(q[v], _mm256_loadu_si256(av + v)),
+                                               _mm256_shuffle_epi8(sc2, pick)));
+    }
+    // bsums are per 16 codes: each sub-block's min twice
+    msum = _mm256_madd_epi16(
+        bsums, _mm256_set_m128i(_mm_unpackhi_epi16(mins, mins), _mm_unpacklo_epi16(mins, mins)));
+  } else {
+    k_group_scales s;
+    group_scales(b, s);
+    for (std::size_t v = 0; v < 8; ++v) {
+      const __m256i sc =
+          _mm256_set_m128i(_mm_set1_epi16(s.scale[2 * v + 1]), _mm_set1_epi16(s.scale[2 * v]));
+      acc = _mm256_add_epi32(
+          acc, _mm256_madd_epi16(pair_products_<E>(q[v], _mm256_loadu_si256(av + v)), sc));
+    }
+    msum = has_min<E> ? _mm256_madd_epi16(
+                            bsums, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s.min)))
+                      : _mm256_setzero_si256();
+  }
+  isum = acc;
+}
+
+/// isum and msum of one super-block (k_block_sums_, reduced).
+template <class E>
+static MNEMO_INLINE void k_isum_msum_(const E& b, const dtype::block_q8_K& a, std::int32_t& isum,
+                                      std::int32_t& msum) noexcept {
+  __m256i i, m;
+  k_block_sums_(b, a, i, m);
+  isum = hsum_epi32_(i);
+  msum = hsum_epi32_(m);
 }
 
 /// The 32 codes of a legacy block: low nibbles, then high nibbles, plus the fifth bit
@@ -147,7 +188,7 @@ static MNEMO_INLINE void legacy_sums4_(const E* b, const A* a, std::int32_t* out
 /// in 16-bit lanes 4 r .. 4 r + 3), where the row-by-row layout took one vpmaddwd per
 /// vpmaddubsw: both run on one 128-bit pipe of Zen 1, 2 uops per 256-bit op. Codes are
 /// made non-negative (q3_K, q6_K: plus 4 or 32, taken back out through x's group sums,
-/// so the integer sums are the ones of k_isum_); per row gs holds the 16-bit factors of
+/// so the integer sums are the ones of k_block_sums_); per row gs holds the 16-bit factors of
 /// x's 16 group sums: the mins (msum) or -offset * scale (added to isum).
 ///
 /// No 16-bit sum overflows: a lane adds 8 products of codes below 32 (q4_K, q5_K: groups
