@@ -87,6 +87,21 @@ inline constexpr bool signed_codes =
     std::is_same_v<E, dtype::block_q3_K> || std::is_same_v<E, dtype::block_q6_K> ||
     std::is_same_v<E, dtype::block_q5_0>;
 
+/// The 6-bit scales and mins of a q4_K / q5_K super-block as bytes of two u32 words each
+/// (sub-block j in byte j % 4 of word j / 4): pairs 0..3 are the low 6 bits of bytes 0..3
+/// (scales) and 4..7 (mins); pairs 4..7 the nibbles of bytes 8..11 below the top 2 bits
+/// of bytes 0..3 (scales) and 4..7 (mins).
+template <class E>
+MNEMO_INLINE void k4_scale_words(const E& b, std::uint32_t (&sc)[2],
+                                 std::uint32_t (&mn)[2]) noexcept {
+  std::uint32_t w[3];
+  std::memcpy(w, b.scales, 12);
+  sc[0] = w[0] & 0x3f3f3f3fu;
+  sc[1] = (w[2] & 0x0f0f0f0fu) | ((w[0] >> 2) & 0x30303030u);
+  mn[0] = w[1] & 0x3f3f3f3fu;
+  mn[1] = ((w[2] >> 4) & 0x0f0f0f0fu) | ((w[1] >> 2) & 0x30303030u);
+}
+
 template <class E>
 MNEMO_INLINE void group_scales(const E& b, k_group_scales& s) noexcept {
   if constexpr (std::is_same_v<E, dtype::block_q2_K>) {
@@ -100,14 +115,8 @@ MNEMO_INLINE void group_scales(const E& b, k_group_scales& s) noexcept {
   } else if constexpr (std::is_same_v<E, dtype::block_q6_K>) {
     for (std::size_t g = 0; g < 16; ++g) s.scale[g] = b.scales[g];
   } else {  // q4_K, q5_K: 8 (scale, min) pairs for sub-blocks of 32, four per u32
-    std::uint32_t w[3];
-    std::memcpy(w, b.scales, 12);
-    // pairs 0..3: the low 6 bits of bytes 0..3 (scales) and 4..7 (mins); pairs 4..7: the
-    // nibbles of bytes 8..11 below the top 2 bits of bytes 0..3 (scales) and 4..7 (mins)
-    const std::uint32_t sc[2] = {w[0] & 0x3f3f3f3fu,
-                                 (w[2] & 0x0f0f0f0fu) | ((w[0] >> 2) & 0x30303030u)};
-    const std::uint32_t mn[2] = {w[1] & 0x3f3f3f3fu,
-                                 ((w[2] >> 4) & 0x0f0f0f0fu) | ((w[1] >> 2) & 0x30303030u)};
+    std::uint32_t sc[2], mn[2];
+    k4_scale_words(b, sc, mn);
     for (std::size_t j = 0; j < 8; ++j) {
       const auto scale = static_cast<std::int16_t>((sc[j / 4] >> (8 * (j % 4))) & 0xff);
       const auto min = static_cast<std::int16_t>((mn[j / 4] >> (8 * (j % 4))) & 0xff);

@@ -80,17 +80,13 @@ static MNEMO_INLINE std::int32_t hsum_epi32_(T v) noexcept {
 }
 
 /// The 8 (scale, min) pairs of a q4_K / q5_K super-block (sub-blocks of 32) as 16-bit
-/// lanes, unpacked as group_scales does, without a trip through memory.
+/// lanes (k4_scale_words widened), without a trip through memory.
 template <class E>
 static MNEMO_INLINE void k4_scales_(const E& b, __m128i& scales, __m128i& mins) noexcept {
-  std::uint32_t w[3];
-  std::memcpy(w, b.scales, 12);
-  const std::uint32_t sc_hi = (w[2] & 0x0f0f0f0fu) | ((w[0] >> 2) & 0x30303030u);
-  const std::uint32_t mn_hi = ((w[2] >> 4) & 0x0f0f0f0fu) | ((w[1] >> 2) & 0x30303030u);
-  scales = _mm_cvtepu8_epi16(
-      _mm_set_epi32(0, 0, static_cast<int>(sc_hi), static_cast<int>(w[0] & 0x3f3f3f3fu)));
-  mins = _mm_cvtepu8_epi16(
-      _mm_set_epi32(0, 0, static_cast<int>(mn_hi), static_cast<int>(w[1] & 0x3f3f3f3fu)));
+  std::uint32_t sc[2], mn[2];
+  k4_scale_words(b, sc, mn);
+  scales = _mm_cvtepu8_epi16(_mm_set_epi32(0, 0, static_cast<int>(sc[1]), static_cast<int>(sc[0])));
+  mins = _mm_cvtepu8_epi16(_mm_set_epi32(0, 0, static_cast<int>(mn[1]), static_cast<int>(mn[0])));
 }
 
 /// One super-block's sums as 8 lanes each, not yet reduced: the lanes of `isum` add up to
