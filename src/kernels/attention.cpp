@@ -5,11 +5,6 @@
 
 namespace mnemo::attention {
 
-#define MNEMO_ATTEND_INSTANTIATE_(KE, VE, Sink)                                                    \
-  template status attend<simd::native, KE, VE, Sink>(const shape&, const params&,                  \
-                                                     const query_batch&, std::span<const kv_view>, \
-                                                     float*, workspace&, const options&, Sink);
-MNEMO_ATTEND_KERNEL_INSTANCES(MNEMO_ATTEND_INSTANTIATE_)
-#undef MNEMO_ATTEND_INSTANTIATE_
+MNEMO_ATTEND_INSTANTIATE(simd::native)
 
 }  // namespace mnemo::attention

@@ -4,9 +4,6 @@
 
 namespace mnemo::model {
 
-template void mul_mat<simd::native>(const weight&, const float*, std::size_t, std::size_t, float*,
-                                    std::size_t, int, matmul_workspace&);
-template void mul_mat_many<simd::native>(std::span<const product_out>, const float*, std::size_t,
-                                         std::size_t, int, matmul_workspace&);
+MNEMO_PRODUCTS_INSTANTIATE(simd::native)
 
 }  // namespace mnemo::model

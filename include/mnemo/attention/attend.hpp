@@ -295,31 +295,41 @@ status attend(const shape& sh, const params& p, const query_batch& q,
   return attend<Isa, KE, VE, Sink>(sh, p, q, streams, out, ws, opt, sink);
 }
 
-/// The attend() instantiations the mnemo::kernels library compiles once for the native
-/// ISA (src/kernels/attention.cpp): each K/V element type stored alike for K and V, with
-/// and without statistics. X(KE, VE, Sink) is applied to each.
+/// The attend() instantiations the mnemo::kernels library compiles once per ISA
+/// (src/kernels/attention.cpp for the native one, other_isas.cpp for the rest): each K/V
+/// element type stored alike for K and V, with and without statistics.
+/// X(Isa, prefix, KE, VE, Sink) is applied to each.
 // clang-format off
-#define MNEMO_ATTEND_KERNEL_INSTANCES(X)                   \
-  X(float, float, null_sink)                               \
-  X(float, float, mass_sink)                               \
-  X(dtype::f16, dtype::f16, null_sink)                     \
-  X(dtype::f16, dtype::f16, mass_sink)                     \
-  X(dtype::bf16, dtype::bf16, null_sink)                   \
-  X(dtype::bf16, dtype::bf16, mass_sink)                   \
-  X(dtype::block_q8_0, dtype::block_q8_0, null_sink)       \
-  X(dtype::block_q8_0, dtype::block_q8_0, mass_sink)       \
-  X(dtype::block_q4_0, dtype::block_q4_0, null_sink)       \
-  X(dtype::block_q4_0, dtype::block_q4_0, mass_sink)
+#define MNEMO_ATTEND_KERNEL_INSTANCES(X, Isa, prefix)                   \
+  X(Isa, prefix, float, float, null_sink)                               \
+  X(Isa, prefix, float, float, mass_sink)                               \
+  X(Isa, prefix, dtype::f16, dtype::f16, null_sink)                     \
+  X(Isa, prefix, dtype::f16, dtype::f16, mass_sink)                     \
+  X(Isa, prefix, dtype::bf16, dtype::bf16, null_sink)                   \
+  X(Isa, prefix, dtype::bf16, dtype::bf16, mass_sink)                   \
+  X(Isa, prefix, dtype::block_q8_0, dtype::block_q8_0, null_sink)       \
+  X(Isa, prefix, dtype::block_q8_0, dtype::block_q8_0, mass_sink)       \
+  X(Isa, prefix, dtype::block_q4_0, dtype::block_q4_0, null_sink)       \
+  X(Isa, prefix, dtype::block_q4_0, dtype::block_q4_0, mass_sink)
 // clang-format on
+// One attend instance, for an explicit instantiation (prefix empty) or its declaration
+// (prefix extern).
+#define MNEMO_ATTEND_DECLARE_(Isa, prefix, KE, VE, Sink)                                        \
+  prefix template status attend<Isa, KE, VE, Sink>(const shape&, const params&,                \
+                                                   const query_batch&, std::span<const kv_view>, \
+                                                   float*, workspace&, const options&, Sink);
+#define MNEMO_ATTEND_INSTANTIATE(Isa) MNEMO_ATTEND_KERNEL_INSTANCES(MNEMO_ATTEND_DECLARE_, Isa, )
+#define MNEMO_ATTEND_EXTERN_(Isa) \
+  MNEMO_ATTEND_KERNEL_INSTANCES(MNEMO_ATTEND_DECLARE_, Isa, extern)
 
 #if defined(MNEMO_EXTERN_KERNELS)
 // Compiled once in mnemo::kernels, not in every translation unit (docs/compile-time.md).
-#define MNEMO_ATTEND_EXTERN_(KE, VE, Sink)                                               \
-  extern template status attend<simd::native, KE, VE, Sink>(                             \
-      const shape&, const params&, const query_batch&, std::span<const kv_view>, float*, \
-      workspace&, const options&, Sink);
-MNEMO_ATTEND_KERNEL_INSTANCES(MNEMO_ATTEND_EXTERN_)
-#undef MNEMO_ATTEND_EXTERN_
+MNEMO_ATTEND_EXTERN_(simd::native)
 #endif
+#if defined(MNEMO_EXTERN_OTHER_ISA_KERNELS)
+// The other compiled ISAs' too (src/kernels/other_isas.cpp).
+MNEMO_FOREACH_OTHER_ISA(MNEMO_ATTEND_EXTERN_)
+#endif
+#undef MNEMO_ATTEND_EXTERN_
 
 }  // namespace mnemo::attention

@@ -435,14 +435,27 @@ void get_row(const weight& w, std::size_t r, float* out) noexcept {
   });
 }
 
+// MNEMO_PRODUCTS_DECLARE_(Isa, prefix): the two products of one ISA, for an explicit
+// instantiation (prefix empty) or its declaration (prefix extern).
+#define MNEMO_PRODUCTS_DECLARE_(Isa, prefix)                                                  \
+  prefix template void mul_mat<Isa>(const weight&, const float*, std::size_t, std::size_t,   \
+                                    float*, std::size_t, int, matmul_workspace&);           \
+  prefix template void mul_mat_many<Isa>(std::span<const product_out>, const float*,         \
+                                         std::size_t, std::size_t, int, matmul_workspace&);
+#define MNEMO_PRODUCTS_INSTANTIATE(Isa) MNEMO_PRODUCTS_DECLARE_(Isa, )
+#define MNEMO_PRODUCTS_EXTERN_(Isa) MNEMO_PRODUCTS_DECLARE_(Isa, extern)
+
 #if defined(MNEMO_EXTERN_KERNELS)
 // The products of the native ISA are compiled once, in the mnemo::kernels library
 // (src/kernels/products.cpp), not in every translation unit that runs a model
-// (docs/compile-time.md). Other ISAs are still instantiated where they are named.
-extern template void mul_mat<simd::native>(const weight&, const float*, std::size_t, std::size_t,
-                                           float*, std::size_t, int, matmul_workspace&);
-extern template void mul_mat_many<simd::native>(std::span<const product_out>, const float*,
-                                                std::size_t, std::size_t, int, matmul_workspace&);
+// (docs/compile-time.md).
+MNEMO_PRODUCTS_EXTERN_(simd::native)
 #endif
+#if defined(MNEMO_EXTERN_OTHER_ISA_KERNELS)
+// The other compiled ISAs' too (src/kernels/other_isas.cpp): the tests and benches that
+// compare every ISA the CPU has would otherwise compile each of them again.
+MNEMO_FOREACH_OTHER_ISA(MNEMO_PRODUCTS_EXTERN_)
+#endif
+#undef MNEMO_PRODUCTS_EXTERN_
 
 }  // namespace mnemo::model

@@ -46,17 +46,34 @@ inline constexpr bool is_compiled = std::is_same_v<Isa, scalar>
 
 /// The widest ISA the compiler flags of this translation unit guarantee.
 /// MNEMO_FORCE_SCALAR selects the scalar path (the `scalar` preset).
+/// MNEMO_FOREACH_OTHER_ISA(X) expands to X(tag) for every other ISA this build compiles
+/// (the kernels library's explicit instantiations, docs/compile-time.md).
 #if defined(MNEMO_FORCE_SCALAR)
 using native = scalar;
+#define MNEMO_NATIVE_IS_SCALAR_ 1
 #elif defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512DQ__) && \
     defined(__AVX512VL__) && defined(__FMA__) && defined(__F16C__)
 using native = avx512;
+#define MNEMO_FOREACH_OTHER_ISA(X) X(::mnemo::simd::scalar) X(::mnemo::simd::avx2)
 #elif defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
 using native = avx2;
+#define MNEMO_FOREACH_OTHER_ISA(X) X(::mnemo::simd::scalar) X(::mnemo::simd::avx512)
 #elif defined(__ARM_NEON) && defined(MNEMO_ARCH_AARCH64)
 using native = neon;
+#define MNEMO_FOREACH_OTHER_ISA(X) X(::mnemo::simd::scalar)
 #else
 using native = scalar;
+#define MNEMO_NATIVE_IS_SCALAR_ 1
+#endif
+#if defined(MNEMO_NATIVE_IS_SCALAR_)
+#if defined(MNEMO_ARCH_X86_64)
+#define MNEMO_FOREACH_OTHER_ISA(X) X(::mnemo::simd::avx2) X(::mnemo::simd::avx512)
+#elif defined(MNEMO_ARCH_AARCH64)
+#define MNEMO_FOREACH_OTHER_ISA(X) X(::mnemo::simd::neon)
+#else
+#define MNEMO_FOREACH_OTHER_ISA(X)
+#endif
+#undef MNEMO_NATIVE_IS_SCALAR_
 #endif
 
 /// Every ISA tag, widest first (the order run-time dispatch tries them in).
