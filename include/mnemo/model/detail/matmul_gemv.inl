@@ -350,7 +350,12 @@ static constexpr std::size_t k_few_tokens_tile_max = 8;
 
 /// The most tokens the f32 / f16 / bf16 rows take through few_tokens_ (two tiles of up
 /// to k_few_tokens_tile_max tokens over the same rows); more go to the small-M kernel.
-static constexpr std::size_t k_few_tokens_max = 2 * k_few_tokens_tile_max;
+/// AVX-512 takes up to twice as many as two such calls, each reading the rows again:
+/// on Zen 4 (2 threads, f16 [1024 -> 2816]) 16 tokens reached 0.66 of the FMA peak that
+/// way and the small-M strips 0.55-0.57 at 32 (docs/products.md).
+static constexpr std::size_t k_few_tokens_call_max = 2 * k_few_tokens_tile_max;
+static constexpr std::size_t k_few_tokens_max =
+    L == 16 ? 2 * k_few_tokens_call_max : k_few_tokens_call_max;
 
 /// f32 / f16 / bf16 rows and TA + TB tokens (TA >= TB, TB = 0 for one tile): each weight
 /// vector is loaded (and widened) once per tile and multiplied by every token of the
@@ -389,6 +394,13 @@ static void gemv(const unsigned char* w, std::size_t row_bytes, std::size_t n_ro
     return;
   }
   if constexpr (!is_block_type_<E>) {
+    if (n_tok > k_few_tokens_call_max && n_tok <= k_few_tokens_max) {
+      const std::size_t half = (n_tok + 1) / 2;
+      gemv<E>(w, row_bytes, n_rows, n, x, x_stride, half, y, y_stride);
+      gemv<E>(w, row_bytes, n_rows, n, x + half * x_stride, x_stride, n_tok - half,
+              y + half * y_stride, y_stride);
+      return;
+    }
     switch (n_tok) {  // one tile (up to 8 tokens) or two over the same rows
       case 2: few_tokens_<E, 2>(w, row_bytes, n_rows, n, x, x_stride, y, y_stride); return;
       case 3: few_tokens_<E, 3>(w, row_bytes, n_rows, n, x, x_stride, y, y_stride); return;
