@@ -314,13 +314,12 @@ status attend(const shape& sh, const params& p, const query_batch& q,
 // clang-format on
 // One attend instance, for an explicit instantiation (prefix empty) or its declaration
 // (prefix extern).
-#define MNEMO_ATTEND_DECLARE_(Isa, prefix, KE, VE, Sink)                                        \
-  prefix template status attend<Isa, KE, VE, Sink>(const shape&, const params&,                \
+#define MNEMO_ATTEND_DECLARE_(Isa, prefix, KE, VE, Sink)                                         \
+  prefix template status attend<Isa, KE, VE, Sink>(const shape&, const params&,                  \
                                                    const query_batch&, std::span<const kv_view>, \
                                                    float*, workspace&, const options&, Sink);
 #define MNEMO_ATTEND_INSTANTIATE(Isa) MNEMO_ATTEND_KERNEL_INSTANCES(MNEMO_ATTEND_DECLARE_, Isa, )
-#define MNEMO_ATTEND_EXTERN_(Isa) \
-  MNEMO_ATTEND_KERNEL_INSTANCES(MNEMO_ATTEND_DECLARE_, Isa, extern)
+#define MNEMO_ATTEND_EXTERN_(Isa) MNEMO_ATTEND_KERNEL_INSTANCES(MNEMO_ATTEND_DECLARE_, Isa, extern)
 
 #if defined(MNEMO_EXTERN_KERNELS)
 // Compiled once in mnemo::kernels, not in every translation unit (docs/compile-time.md).

@@ -238,7 +238,8 @@ void product_rows(const weight& w, std::size_t r0, std::size_t r1, const product
 
 /// Whether n_tok tokens take the small-M kernel (matmul_small_m.inl): fewer tokens run
 /// faster through the streaming tiles (f32 / f16 / bf16 rows: up to k_few_tokens_max
-/// tokens in one or two register tiles), and from k_gemm_min_tokens on the packed product runs.
+/// tokens in register tiles of up to 8, two per call over the same rows), and from
+/// k_gemm_min_tokens on the packed product runs.
 template <simd::isa_tag Isa, class E>
 constexpr bool takes_small_m(std::size_t n_tok) noexcept {
   using kernels = matmul_kernels<Isa>;
@@ -437,11 +438,11 @@ void get_row(const weight& w, std::size_t r, float* out) noexcept {
 
 // MNEMO_PRODUCTS_DECLARE_(Isa, prefix): the two products of one ISA, for an explicit
 // instantiation (prefix empty) or its declaration (prefix extern).
-#define MNEMO_PRODUCTS_DECLARE_(Isa, prefix)                                                  \
-  prefix template void mul_mat<Isa>(const weight&, const float*, std::size_t, std::size_t,   \
-                                    float*, std::size_t, int, matmul_workspace&);           \
-  prefix template void mul_mat_many<Isa>(std::span<const product_out>, const float*,         \
-                                         std::size_t, std::size_t, int, matmul_workspace&);
+#define MNEMO_PRODUCTS_DECLARE_(Isa, prefix)                                                       \
+  prefix template void mul_mat<Isa>(const weight&, const float*, std::size_t, std::size_t, float*, \
+                                    std::size_t, int, matmul_workspace&);                          \
+  prefix template void mul_mat_many<Isa>(std::span<const product_out>, const float*, std::size_t,  \
+                                         std::size_t, int, matmul_workspace&);
 #define MNEMO_PRODUCTS_INSTANTIATE(Isa) MNEMO_PRODUCTS_DECLARE_(Isa, )
 #define MNEMO_PRODUCTS_EXTERN_(Isa) MNEMO_PRODUCTS_DECLARE_(Isa, extern)
 
