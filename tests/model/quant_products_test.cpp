@@ -9,6 +9,7 @@
 // - get_row is the decoded row.
 // Weights are random bytes with random finite scales (every code pattern occurs).
 // Failures print the seed and the first differing output.
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -257,6 +258,62 @@ TEST(QuantActivations, Q8KKeepsTheLargestValueAndItsGroupSums) {
   std::vector<float> zeros(256, 0.0f);
   dt::quantize_row_q8_K(zeros.data(), q.data(), 256);
   EXPECT_EQ(q[0].d, 0.0f);
+}
+
+/// Blocks that probe q8_K's rounding: a normal block, exact ties of x * iscale (half
+/// to even), the largest magnitude twice with both signs (the first one wins), NaN and
+/// infinities, an all-NaN block, zeros and subnormals.
+std::vector<float> q8_K_probe_blocks(std::uint64_t seed) {
+  std::vector<float> x = random_x(8 * 256, seed);
+  float* tie = x.data() + 256;  // iscale = 1: every k + 0.5 is a tie
+  tie[0] = -127.0f;
+  for (std::size_t i = 1; i < 256; ++i) tie[i] = static_cast<float>(int(i % 254) - 127) + 0.5f;
+  float* twin = x.data() + 2 * 256;
+  twin[7] = 5.0f;
+  twin[201] = -5.0f;
+  x[3 * 256 + 17] = std::nanf("");
+  x[3 * 256 + 90] = 7.0f;
+  x[4 * 256 + 40] = -INFINITY;
+  x[4 * 256 + 41] = INFINITY;
+  std::fill(x.begin() + 5 * 256, x.begin() + 6 * 256, std::nanf(""));
+  std::fill(x.begin() + 6 * 256, x.begin() + 7 * 256, 0.0f);
+  x[6 * 256 + 3] = -0.0f;
+  for (std::size_t i = 7 * 256; i < 8 * 256; ++i) x[i] *= 1e-39f;  // subnormal
+  return x;
+}
+
+template <class Isa>
+void expect_q8_K_rows_match_scalar() {
+  if (!runnable<Isa>()) return;
+  const std::uint64_t seed = k_seed + 17;
+  const std::vector<float> x = q8_K_probe_blocks(seed);
+  const std::size_t nb = x.size() / 256;
+  std::vector<dt::block_q8_K> want(nb), got(nb);
+  dt::quantize_row_q8_K(x.data(), want.data(), x.size());
+  mnemo::model::detail::quant_dot<Isa>::template quantize_x<dt::block_q4_K>(x.data(), got.data(),
+                                                                            x.size());
+  for (std::size_t b = 0; b < nb; ++b) {
+    ASSERT_EQ(std::memcmp(&want[b].d, &got[b].d, sizeof(float)), 0)
+        << Isa::name << " seed " << seed << " block " << b << ": d " << got[b].d << ", want "
+        << want[b].d;
+    for (std::size_t i = 0; i < 256; ++i)
+      ASSERT_EQ(int{got[b].qs[i]}, int{want[b].qs[i]})
+          << Isa::name << " seed " << seed << " block " << b << " code " << i << " of x "
+          << x[256 * b + i];
+    for (std::size_t g = 0; g < 16; ++g)
+      ASSERT_EQ(got[b].bsums[g], want[b].bsums[g])
+          << Isa::name << " seed " << seed << " block " << b << " group " << g;
+  }
+}
+
+TEST(QuantActivations, Q8KRowsOfEveryIsaAreTheScalarBytes) {
+  expect_q8_K_rows_match_scalar<simd::scalar>();
+#if defined(MNEMO_ARCH_X86_64)
+  expect_q8_K_rows_match_scalar<simd::avx2>();
+  expect_q8_K_rows_match_scalar<simd::avx512>();
+#elif defined(MNEMO_ARCH_AARCH64)
+  expect_q8_K_rows_match_scalar<simd::neon>();
+#endif
 }
 
 }  // namespace

@@ -318,6 +318,9 @@ void quant_mul_mat(const weight& w, const float* x, std::size_t x_stride, std::s
           ? streaming_parts(w.n_bytes(), n_tok, nt)
           : std::min<std::size_t>(
                 nt == 1 ? 1 : static_cast<std::size_t>(nt) * k_quant_parts_per_thread, n_units);
+  // Never more threads than asked: the parts beyond nt are tickets, not threads.
+  const int n_workers =
+      static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(nt), n_parts));
   const auto rows_of = [&](std::size_t part, std::size_t& r0, std::size_t& r1) {
     r0 = n_units * part / n_parts * 4;
     r1 = std::min(w.n_out, n_units * (part + 1) / n_parts * 4);
@@ -325,7 +328,7 @@ void quant_mul_mat(const weight& w, const float* x, std::size_t x_stride, std::s
   visit_weight_block(w.type, [&]<class E>(dtype::type_tag<E>) {
     const std::size_t x_bytes = quant_x_bytes(w.type, w.n_in);
     if (!ws.reserve_quant_x(w.type, n_tok, w.n_in).is_ok()) {
-      parallel_for(n_parts, static_cast<int>(n_parts), [&](std::size_t part, int) {
+      parallel_for(n_parts, n_workers, [&](std::size_t part, int) {
         std::size_t r0, r1;
         rows_of(part, r0, r1);
         decoded_rows<E>(w, r0, r1, x, x_stride, n_tok, y, y_stride);
@@ -334,10 +337,10 @@ void quant_mul_mat(const weight& w, const float* x, std::size_t x_stride, std::s
     }
     unsigned char* qx = ws.quant_x.data();
     parallel_for(n_tok, n_tok >= k_gemm_min_tokens ? nt : 1, [&](std::size_t t, int) {
-      quantize_activations<E>(x + t * x_stride,
-                              reinterpret_cast<activation_block_t<E>*>(qx + t * x_bytes), w.n_in);
+      quant_dot<Isa>::template quantize_x<E>(
+          x + t * x_stride, reinterpret_cast<activation_block_t<E>*>(qx + t * x_bytes), w.n_in);
     });
-    parallel_for(n_parts, static_cast<int>(n_parts), [&](std::size_t part, int) {
+    parallel_for(n_parts, n_workers, [&](std::size_t part, int) {
       std::size_t r0, r1;
       rows_of(part, r0, r1);
       quant_rows<Isa, E>(w, r0, r1, qx, x_bytes, n_tok, y, y_stride);

@@ -2,10 +2,11 @@
 // computes them on the CPU: each token's x is rounded to the weight type's activation
 // blocks once (q8_K, q8_1 or q8_0: detail/quant_dot.hpp), then every output is one
 // integer dot product per block (quant_dot<Isa>::dot; for the k-quants on x86 with two or
-// more tokens, k_tile_rows: 4 rows at a time, each super-block unpacked once per token
-// group, the same floats). The rows are split over the threads in one contiguous range each, and
-// tokens go through a range in groups (quant_token_group: up to 160 KiB of rounded x), so that a
-// group's rounded x stays in L2 while the rows stream past it once per group.
+// more tokens, k_tile8_rows / k_tile_rows: 8 rows at a time on AVX-512, 4 on AVX2, each
+// super-block unpacked once per token group, the same floats). The rows are split over the
+// threads (matmul.hpp's quant_mul_mat: one range per thread for few tokens, ranges handed out by
+// ticket for many), and tokens go through a range in groups (quant_token_group: up to 160 KiB of
+// rounded x), so that a group's rounded x stays in L2 while the rows stream past it once per group.
 #pragma once
 
 #if !defined(MNEMO_MODEL_MATMUL_INTERNAL_)
@@ -82,26 +83,29 @@ void quant_rows(const weight& w, std::size_t r0, std::size_t r1, const unsigned 
   // The rows k_quant_prefetch_bytes ahead, never past the range (another thread's).
   const std::size_t ahead = std::max<std::size_t>(1, k_quant_prefetch_bytes / w.row_bytes);
   const std::size_t group = quant_token_group(x_bytes);
+  const auto prefetch_row = [&](std::size_t i) {
+    const auto* p = reinterpret_cast<const unsigned char*>(w.row(i));
+    for (std::size_t k = 0; k < w.row_bytes; k += 64) simd::prefetch(p + k, target);
+  };
   for (std::size_t t0 = 0; t0 < n_tok; t0 += group) {
     const std::size_t t1 = std::min(n_tok, t0 + group);
     std::size_t r = r0;
-    if constexpr (is_k_quant<E> && quant_dot<Isa>::k_tiles) {
-      // Two or more tokens: 4 rows at a time, each super-block unpacked once per group.
-      for (; t1 - t0 >= 2 && r + 4 <= r1; r += 4) {
-        for (std::size_t k = 4; k < 8 && r + k < r1; ++k) {
-          const auto* p = reinterpret_cast<const unsigned char*>(w.row(r + k));
-          for (std::size_t i = 0; i < w.row_bytes; i += 64) simd::prefetch(p + i, target);
-        }
-        const E* rows[4];
-        for (std::size_t k = 0; k < 4; ++k) rows[k] = reinterpret_cast<const E*>(w.row(r + k));
-        quant_dot<Isa>::template k_tile_rows<E>(rows, nb, qx, x_bytes, t0, t1, y + r, y_stride);
+    // Two or more tokens: R rows at a time, each super-block unpacked once per group,
+    // the next tile's rows prefetched.
+    const auto tiles = [&]<std::size_t R>(std::integral_constant<std::size_t, R>, auto kernel) {
+      for (; t1 - t0 >= 2 && r + R <= r1; r += R) {
+        for (std::size_t k = R; k < 2 * R && r + k < r1; ++k) prefetch_row(r + k);
+        const E* rows[R];
+        for (std::size_t k = 0; k < R; ++k) rows[k] = reinterpret_cast<const E*>(w.row(r + k));
+        kernel(rows, nb, qx, x_bytes, t0, t1, y + r, y_stride);
       }
-    }
+    };
+    if constexpr (is_k_quant<E> && quant_dot<Isa>::k_tiles8)
+      tiles(std::integral_constant<std::size_t, 8>{}, quant_dot<Isa>::template k_tile8_rows<E>);
+    if constexpr (is_k_quant<E> && quant_dot<Isa>::k_tiles)
+      tiles(std::integral_constant<std::size_t, 4>{}, quant_dot<Isa>::template k_tile_rows<E>);
     for (; r < r1; ++r) {
-      if (r + ahead < r1) {
-        const auto* p = reinterpret_cast<const unsigned char*>(w.row(r + ahead));
-        for (std::size_t i = 0; i < w.row_bytes; i += 64) simd::prefetch(p + i, target);
-      }
+      if (r + ahead < r1) prefetch_row(r + ahead);
       const E* row = reinterpret_cast<const E*>(w.row(r));
       for (std::size_t t = t0; t < t1; ++t)
         y[t * y_stride + r] =

@@ -7,7 +7,7 @@
 // order) is this file's combine_* on every ISA, each product rounded on its own
 // (round_product), so all ISAs give the same float bit for bit. The ISAs differ only in
 // how they unpack codes and sum their products: the scalar body below, or 256-bit
-// integer ops on AVX2 / AVX-512 (quant_dot_x86.inl).
+// integer ops on AVX2 / AVX-512, 512-bit ones in AVX-512's 8-row tile (quant_dot_x86.inl).
 //
 // Per 256-value super-block of a k-quant, with q the codes, a the activation codes and
 // g the 16 groups of 16 values (q4_K / q5_K sub-blocks of 32 are two groups each):

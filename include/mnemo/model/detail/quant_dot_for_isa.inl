@@ -10,6 +10,8 @@ struct quant_dot<MNEMO_TARGET_ISA> {
 
   /// k_tile_rows (x86): the k-quants' many-token kernel over 4 rows at a time.
   static constexpr bool k_tiles = x86_;
+  /// k_tile8_rows (AVX-512): the same over 8 rows, one per 64-bit lane of 512 bits.
+  static constexpr bool k_tiles8 = std::is_same_v<isa, simd::avx512>;
 
 #if defined(MNEMO_ARCH_X86_64)
 #include "mnemo/model/detail/quant_dot_x86.inl"
@@ -47,6 +49,19 @@ struct quant_dot<MNEMO_TARGET_ISA> {
     if constexpr (x86_) return _cvtsh_ss(h.bits);
 #endif
     return h.to_float();
+  }
+
+  /// x [n] rounded to E's activation blocks (quantize_activations), the same bytes on
+  /// every ISA; x86 rounds q8_K eight values at a time (q8_K_rows_).
+  template <class E>
+  static void quantize_x(const float* x, activation_block_t<E>* out, std::size_t n) noexcept {
+#if defined(MNEMO_ARCH_X86_64)
+    if constexpr (x86_ && is_k_quant<E>) {
+      q8_K_rows_(x, out, n);
+      return;
+    }
+#endif
+    quantize_activations<E>(x, out, n);
   }
 
   /// x . one row of nb blocks of E, x given as nb activation blocks.

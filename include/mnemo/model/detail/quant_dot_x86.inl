@@ -1,6 +1,6 @@
 // quant_dot's integer sums with 256-bit integer ops, for the AVX2 and AVX-512 stamps
-// (included inside quant_dot<Isa>). Every helper is a template, so that the scalar
-// stamp, which also sees this text, never compiles an intrinsic.
+// (included inside quant_dot<Isa>), and AVX-512's 8-row tile with 512-bit ones. Every helper is a
+// template, so that the scalar stamp, which also sees this text, never compiles an intrinsic.
 //
 // A vector holds 32 codes: two groups of 16, one per 128-bit half, which is where
 // vpmaddubsw + vpmaddwd leave their sums (pairs, then pairs of pairs). vpmaddubsw
@@ -357,5 +357,230 @@ static void k_tile_rows(const E* const* rows, std::size_t nb, const unsigned cha
     };
     for (; t + 2 <= t1; t += 2) step(std::integral_constant<std::size_t, 2>{});
     if (t < t1) step(std::integral_constant<std::size_t, 1>{});
+  }
+}
+
+/// AVX-512's tile of 8 rows (k_tile8_rows): k_tile_ with each 64-bit lane of a 512-bit
+/// vector holding one row, so one vpmaddubsw against a token's 8 codes broadcast to the
+/// eight lanes serves 8 rows and the per-token work per row halves. q[v][c]: codes
+/// 32 v + 8 c .. 32 v + 8 c + 7 of row r in lane r; sc[g]: row r's scale of group g in
+/// 16-bit lanes 4 r .. 4 r + 3. The integer sums are k_tile_'s, so the floats are dot's.
+template <class E>
+struct k_tile8_ {
+  __m512i q[8][4];
+  __m512i sc[16];
+  __m256i gs[8];
+  __m256 d, dmin;
+};
+
+template <class E>
+static MNEMO_INLINE void k_tile8_unpack_(const E* const* rows, std::size_t b,
+                                         k_tile8_<E>& t) noexcept {
+  constexpr int off = k_code_offset_<E>;
+  __m256i q[8][8];
+  alignas(64) std::int16_t scales[8][16];
+  alignas(32) float d[8], dmin[8];
+  for (std::size_t r = 0; r < 8; ++r) {
+    const E& blk = rows[r][b];
+    k_codes_(blk, q[r]);
+    if constexpr (off != 0)
+      for (std::size_t v = 0; v < 8; ++v)
+        q[r][v] = _mm256_add_epi8(q[r][v], _mm256_set1_epi8(static_cast<char>(off)));
+    k_group_scales s;
+    group_scales(blk, s);
+    std::memcpy(scales[r], s.scale, sizeof s.scale);
+    if constexpr (has_min<E>) {
+      t.gs[r] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s.min));
+      dmin[r] = half_(blk.dmin);
+    } else {
+      t.gs[r] = _mm256_mullo_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(s.scale)),
+                                   _mm256_set1_epi16(static_cast<short>(-off)));
+      dmin[r] = 0.0f;
+    }
+    d[r] = half_(blk.d);
+  }
+  t.d = _mm256_load_ps(d);
+  t.dmin = _mm256_load_ps(dmin);
+  // Per vector an 8 x 4 transpose of 64-bit lanes, [r c] -> [c r], in two rounds of
+  // two-source permutes: pairs of rows side by side, then chunks of 4 rows.
+  const __m512i c01 = _mm512_setr_epi64(0, 4, 8, 12, 1, 5, 9, 13);
+  const __m512i c23 = _mm512_setr_epi64(2, 6, 10, 14, 3, 7, 11, 15);
+  const __m512i lo = _mm512_setr_epi64(0, 1, 2, 3, 8, 9, 10, 11);
+  const __m512i hi = _mm512_setr_epi64(4, 5, 6, 7, 12, 13, 14, 15);
+  for (std::size_t v = 0; v < 8; ++v) {
+    __m512i z[4];  // rows 2 k (lanes 0..3) and 2 k + 1 (lanes 4..7), chunks 0..3
+    for (std::size_t k = 0; k < 4; ++k)
+      z[k] = _mm512_inserti64x4(_mm512_castsi256_si512(q[2 * k][v]), q[2 * k + 1][v], 1);
+    const __m512i a01 = _mm512_permutex2var_epi64(z[0], c01, z[1]);  // rows 0..3, chunks 0, 1
+    const __m512i a23 = _mm512_permutex2var_epi64(z[0], c23, z[1]);
+    const __m512i b01 = _mm512_permutex2var_epi64(z[2], c01, z[3]);  // rows 4..7
+    const __m512i b23 = _mm512_permutex2var_epi64(z[2], c23, z[3]);
+    t.q[v][0] = _mm512_permutex2var_epi64(a01, lo, b01);
+    t.q[v][1] = _mm512_permutex2var_epi64(a01, hi, b01);
+    t.q[v][2] = _mm512_permutex2var_epi64(a23, lo, b23);
+    t.q[v][3] = _mm512_permutex2var_epi64(a23, hi, b23);
+  }
+  // Scales: 16-bit lane w of sc[g] takes row (w / 4) % 4's scale g from a pair of row
+  // pairs (rows 0..3 for lanes 0..15, rows 4..7 for lanes 16..31).
+  const __m512i r01 = _mm512_load_si512(scales[0]), r23 = _mm512_load_si512(scales[2]);
+  const __m512i r45 = _mm512_load_si512(scales[4]), r67 = _mm512_load_si512(scales[6]);
+  const __m512i row_base =
+      _mm512_setr_epi64(0, 0x0010001000100010ll, 0x0020002000200020ll, 0x0030003000300030ll, 0,
+                        0x0010001000100010ll, 0x0020002000200020ll, 0x0030003000300030ll);
+  for (std::size_t g = 0; g < 16; ++g) {
+    const __m512i idx = _mm512_add_epi16(row_base, _mm512_set1_epi16(static_cast<short>(g)));
+    t.sc[g] = _mm512_mask_blend_epi64(0xf0, _mm512_permutex2var_epi16(r01, idx, r23),
+                                      _mm512_permutex2var_epi16(r45, idx, r67));
+  }
+}
+
+/// 8 codes of x at p in each 64-bit lane of a 512-bit vector.
+template <class Code>
+static MNEMO_INLINE __m512i broadcast8x8_(const Code* p) noexcept {
+  long long v;
+  std::memcpy(&v, p, 8);
+  return _mm512_set1_epi64(v);
+}
+
+/// isum and msum of the 8-row tile against NT tokens: per token the 8 rows' sums in
+/// one vector (lane r: row r).
+template <class E, std::size_t NT>
+static MNEMO_INLINE void k_tile8_sums_(const k_tile8_<E>& w, const dtype::block_q8_K* const* a,
+                                       __m256i* isum, __m256i* msum) noexcept {
+  __m512i acc[NT];
+  for (auto& v : acc) v = _mm512_setzero_si512();
+  for (std::size_t v = 0; v < 8; ++v)
+    for (std::size_t t = 0; t < NT; ++t) {
+      const std::int8_t* x = a[t]->qs + 32 * v;
+      const __m512i p0 = _mm512_maddubs_epi16(w.q[v][0], broadcast8x8_(x));
+      const __m512i p1 = _mm512_maddubs_epi16(w.q[v][1], broadcast8x8_(x + 8));
+      const __m512i p2 = _mm512_maddubs_epi16(w.q[v][2], broadcast8x8_(x + 16));
+      const __m512i p3 = _mm512_maddubs_epi16(w.q[v][3], broadcast8x8_(x + 24));
+      if constexpr (k_groups_of_32_<E>) {
+        const __m512i s = _mm512_add_epi16(_mm512_add_epi16(p0, p1), _mm512_add_epi16(p2, p3));
+        acc[t] = _mm512_add_epi32(acc[t], _mm512_madd_epi16(s, w.sc[2 * v]));
+      } else {
+        acc[t] = _mm512_add_epi32(
+            acc[t], _mm512_add_epi32(_mm512_madd_epi16(_mm512_add_epi16(p0, p1), w.sc[2 * v]),
+                                     _mm512_madd_epi16(_mm512_add_epi16(p2, p3), w.sc[2 * v + 1])));
+      }
+    }
+  for (std::size_t t = 0; t < NT; ++t) {
+    // row r's two 32-bit lanes added into the low one, then the low halves narrowed
+    isum[t] = _mm512_cvtepi64_epi32(_mm512_add_epi32(acc[t], _mm512_srli_epi64(acc[t], 32)));
+    const __m256i bs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[t]->bsums));
+    __m256i gsum[8];
+    for (std::size_t r = 0; r < 8; ++r) gsum[r] = _mm256_madd_epi16(bs, w.gs[r]);
+    alignas(32) std::int32_t g[8];
+    hsum8_epi32_(gsum, g);
+    const __m256i gv = _mm256_load_si256(reinterpret_cast<const __m256i*>(g));
+    if constexpr (has_min<E>) {
+      msum[t] = gv;
+    } else {
+      isum[t] = _mm256_add_epi32(isum[t], gv);
+      msum[t] = _mm256_setzero_si256();
+    }
+  }
+}
+
+/// combine_k for 8 rows of one token at once: the same products, each rounded on its
+/// own (kept out of a fused multiply-add as round_product keeps it), added in the same
+/// order, so the same floats.
+template <class E>
+static MNEMO_INLINE void k_combine8_(const k_tile8_<E>& w, float da, __m256i isum, __m256i msum,
+                                     float* y) noexcept {
+  const __m256 vda = _mm256_set1_ps(da);
+  __m256 p = _mm256_mul_ps(_mm256_mul_ps(w.d, vda), _mm256_cvtepi32_ps(isum));
+  __asm__("" : "+x"(p));
+  __m256 acc = _mm256_add_ps(_mm256_loadu_ps(y), p);
+  if constexpr (has_min<E>) {
+    __m256 m = _mm256_mul_ps(_mm256_mul_ps(w.dmin, vda), _mm256_cvtepi32_ps(msum));
+    __asm__("" : "+x"(m));
+    acc = _mm256_sub_ps(acc, m);
+  }
+  _mm256_storeu_ps(y, acc);
+}
+
+/// k_tile_rows for 8 rows (AVX-512). @pre nb blocks per row
+template <class E>
+static void k_tile8_rows(const E* const* rows, std::size_t nb, const unsigned char* qx,
+                         std::size_t x_bytes, std::size_t t0, std::size_t t1, float* y,
+                         std::size_t y_stride) noexcept {
+  using A = dtype::block_q8_K;
+  for (std::size_t t = t0; t < t1; ++t) _mm256_storeu_ps(y + t * y_stride, _mm256_setzero_ps());
+  k_tile8_<E> w;
+  for (std::size_t b = 0; b < nb; ++b) {
+    k_tile8_unpack_(rows, b, w);
+    std::size_t t = t0;
+    const auto step = [&]<std::size_t NT>(std::integral_constant<std::size_t, NT>) {
+      const A* a[NT];
+      for (std::size_t k = 0; k < NT; ++k)
+        a[k] = reinterpret_cast<const A*>(qx + (t + k) * x_bytes) + b;
+      __m256i isum[NT], msum[NT];
+      k_tile8_sums_<E, NT>(w, a, isum, msum);
+      for (std::size_t k = 0; k < NT; ++k)
+        k_combine8_(w, a[k]->d, isum[k], msum[k], y + (t + k) * y_stride);
+    };
+    for (; t + 4 <= t1; t += 4) step(std::integral_constant<std::size_t, 4>{});
+    for (; t + 2 <= t1; t += 2) step(std::integral_constant<std::size_t, 2>{});
+    if (t < t1) step(std::integral_constant<std::size_t, 1>{});
+  }
+}
+
+/// dtype::quantize_row_q8_K eight values at a time, byte for byte: the first value of
+/// largest magnitude (maxps keeps the running max where |x| is NaN, as the scalar `>`
+/// skips it), codes rounded half to even and clamped by maxps / minps, which map NaN to
+/// -127 as fmax / fmin do. Each 16-value group's sum comes from the int32 codes. The
+/// template parameter only keeps the scalar stamp from compiling it.
+template <class Block>
+static void q8_K_rows_(const float* x, Block* out, std::size_t n) noexcept {
+  const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+  for (std::size_t b = 0; b < n / dtype::k_super_block; ++b, x += dtype::k_super_block) {
+    Block& y = out[b];
+    __m256 m = _mm256_setzero_ps();
+    for (std::size_t k = 0; k < dtype::k_super_block; k += 8)
+      m = _mm256_max_ps(_mm256_and_ps(_mm256_loadu_ps(x + k), abs_mask), m);
+    __m128 h = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+    h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+    h = _mm_max_ss(h, _mm_shuffle_ps(h, h, 1));
+    const float amax = _mm_cvtss_f32(h);
+    if (amax == 0.0f) {
+      y = Block{};
+      continue;
+    }
+    std::size_t first = 0;
+    for (std::size_t k = 0; k < dtype::k_super_block; k += 8) {
+      const __m256 a = _mm256_and_ps(_mm256_loadu_ps(x + k), abs_mask);
+      const int hit = _mm256_movemask_ps(_mm256_cmp_ps(a, _mm256_set1_ps(amax), _CMP_EQ_OQ));
+      if (hit != 0) {
+        first = k + static_cast<std::size_t>(__builtin_ctz(static_cast<unsigned>(hit)));
+        break;
+      }
+    }
+    const float iscale = -127.0f / x[first];
+    const __m256 vs = _mm256_set1_ps(iscale);
+    const auto codes8 = [&](std::size_t i) {
+      const __m256 r = _mm256_round_ps(_mm256_mul_ps(vs, _mm256_loadu_ps(x + i)),
+                                       _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+      return _mm256_cvttps_epi32(
+          _mm256_min_ps(_mm256_max_ps(r, _mm256_set1_ps(-127.0f)), _mm256_set1_ps(127.0f)));
+    };
+    for (std::size_t half = 0; half < 2; ++half) {
+      __m256i sums[8];
+      for (std::size_t g = 0; g < 8; ++g) {
+        const std::size_t i = 128 * half + 16 * g;
+        const __m256i c0 = codes8(i), c1 = codes8(i + 8);
+        sums[g] = _mm256_add_epi32(c0, c1);
+        // packs work per 128-bit lane: [c0 0..3, c1 0..3 | c0 4..7, c1 4..7] -> in order
+        const __m256i w = _mm256_permute4x64_epi64(_mm256_packs_epi32(c0, c1), 0xd8);
+        _mm_storeu_si128(
+            reinterpret_cast<__m128i*>(y.qs + i),
+            _mm_packs_epi16(_mm256_castsi256_si128(w), _mm256_extracti128_si256(w, 1)));
+      }
+      alignas(32) std::int32_t s[8];
+      hsum8_epi32_(sums, s);
+      for (std::size_t g = 0; g < 8; ++g) y.bsums[8 * half + g] = static_cast<std::int16_t>(s[g]);
+    }
+    y.d = 1.0f / iscale;
   }
 }
