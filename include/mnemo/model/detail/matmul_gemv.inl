@@ -357,24 +357,27 @@ static constexpr std::size_t k_few_tokens_call_max = 2 * k_few_tokens_tile_max;
 static constexpr std::size_t k_few_tokens_max =
     L == 16 ? 2 * k_few_tokens_call_max : k_few_tokens_call_max;
 
-/// f32 / f16 / bf16 rows and TA + TB tokens (TA >= TB, TB = 0 for one tile): each weight
+/// f32 / f16 / bf16 rows and TA + TB + TC tokens (TA >= TB >= TC, 0 for no tile): each weight
 /// vector is loaded (and widened) once per tile and multiplied by every token of the
 /// tile, where token groups of k_gemv_tokens widened it once per group (on Zen 1
 /// vcvtph2ps costs about as much FMA pipe time as two FMAs, docs/performance.md). The
-/// second tile reads the same rows from L1 right after the first (R rows of 2816 f16
+/// later tiles read the same rows from L1 right after the first (R rows of 2816 f16
 /// values are 5.5-11 KiB), so the weights come from memory once and are widened as often
 /// per token as with TA tokens alone; the small-M strips' 4 x 2-4 tiles reached less.
-template <class E, std::size_t TA, std::size_t TB = 0>
+template <class E, std::size_t TA, std::size_t TB = 0, std::size_t TC = 0>
 static void few_tokens_(const unsigned char* w, std::size_t row_bytes, std::size_t n_rows,
                         std::size_t n, const float* x, std::size_t x_stride, float* y,
                         std::size_t y_stride) noexcept {
-  static_assert(TA >= TB && TA <= k_few_tokens_tile_max);
+  static_assert(TA >= TB && TB >= TC && TA <= k_few_tokens_tile_max);
   const auto tiles = [&]<std::size_t R>(std::size_t r) {
     const unsigned char* rows = w + r * row_bytes;
     dot_tile_<E, R, TA>(rows, row_bytes, n, x, x_stride, y + r, y_stride, true);
     if constexpr (TB > 0)
       dot_tile_<E, R, TB>(rows, row_bytes, n, x + TA * x_stride, x_stride, y + TA * y_stride + r,
                           y_stride, false);
+    if constexpr (TC > 0)
+      dot_tile_<E, R, TC>(rows, row_bytes, n, x + (TA + TB) * x_stride, x_stride,
+                          y + (TA + TB) * y_stride + r, y_stride, false);
   };
   constexpr std::size_t R = few_tokens_rows_<TA>;
   std::size_t r = 0;
@@ -400,6 +403,20 @@ static void gemv(const unsigned char* w, std::size_t row_bytes, std::size_t n_ro
       gemv<E>(w, row_bytes, n_rows, n, x + half * x_stride, x_stride, n_tok - half,
               y + half * y_stride, y_stride);
       return;
+    }
+    if constexpr (L == 16) {
+      // AVX-512: tiles of at most 6 tokens, so that every tile has 4 rows (24
+      // accumulators): per vector of k, 4 + T loads feed 4 T fmas, where 2 rows x 8 tokens
+      // loaded 10 vectors for 16 fmas and the loads, not the FMAs, set the pace on Zen 4.
+      switch (n_tok) {
+        case 7: few_tokens_<E, 4, 3>(w, row_bytes, n_rows, n, x, x_stride, y, y_stride); return;
+        case 8: few_tokens_<E, 4, 4>(w, row_bytes, n_rows, n, x, x_stride, y, y_stride); return;
+        case 13: few_tokens_<E, 5, 4, 4>(w, row_bytes, n_rows, n, x, x_stride, y, y_stride); return;
+        case 14: few_tokens_<E, 5, 5, 4>(w, row_bytes, n_rows, n, x, x_stride, y, y_stride); return;
+        case 15: few_tokens_<E, 5, 5, 5>(w, row_bytes, n_rows, n, x, x_stride, y, y_stride); return;
+        case 16: few_tokens_<E, 6, 5, 5>(w, row_bytes, n_rows, n, x, x_stride, y, y_stride); return;
+        default: break;
+      }
     }
     switch (n_tok) {  // one tile (up to 8 tokens) or two over the same rows
       case 2: few_tokens_<E, 2>(w, row_bytes, n_rows, n, x, x_stride, y, y_stride); return;
