@@ -321,7 +321,7 @@ void decode_one_token_args(benchmark::internal::Benchmark* b) {
 /// kernels through the small-M tiles to the packed product.
 void small_m_args(benchmark::internal::Benchmark* b) {
   b->ArgNames({"in", "out", "tok"});
-  for (long tok : {1, 2, 4, 8, 16, 32, 64, 128, 512}) b->Args({1024, 2816, tok});
+  for (long tok : {1, 2, 4, 8, 16, 32, 40, 47, 64, 128, 512}) b->Args({1024, 2816, tok});
   b->Unit(benchmark::kMicrosecond)->UseRealTime();
 }
 void prefill_args(benchmark::internal::Benchmark* b) {

@@ -1,5 +1,5 @@
 // model::mul_mat for a few tokens (short prompts, batched decode: M = 1..9, 11, 13..17,
-// 31, 32, 64) against the scalar ISA's product run one token at a time, for every
+// 31, 32, 40, 47, 64) against the scalar ISA's product run one token at a time, for every
 // weight type and every x86 ISA the CPU runs, on random shapes. The few-token kernels (the small-M
 // register tiles for f32 .. q4_0, the token groups of the weight-only types) read each
 // weight once for all the tokens of a call; one token at a time on the scalar ISA takes
@@ -33,8 +33,8 @@ namespace simd = mnemo::simd;
 using mnemo::model::weight;
 
 constexpr std::uint64_t k_seed = 0x736d616c6c6dull;
-constexpr std::size_t k_token_counts[] = {1,  2,  3,  4,  5,  6,  7,  8,  9,
-                                          11, 13, 14, 15, 16, 17, 31, 32, 64};
+constexpr std::size_t k_token_counts[] = {1,  2,  3,  4,  5,  6,  7,  8,  9,  11,
+                                          13, 14, 15, 16, 17, 31, 32, 40, 47, 64};
 constexpr dt::element_type k_types[] = {
     dt::element_type::f32,  dt::element_type::f16,  dt::element_type::bf16, dt::element_type::q8_0,
     dt::element_type::q4_0, dt::element_type::q4_1, dt::element_type::q5_0, dt::element_type::q5_1,

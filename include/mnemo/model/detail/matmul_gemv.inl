@@ -350,12 +350,13 @@ static constexpr std::size_t k_few_tokens_tile_max = 8;
 
 /// The most tokens the f32 / f16 / bf16 rows take through few_tokens_ (two tiles of up
 /// to k_few_tokens_tile_max tokens over the same rows); more go to the small-M kernel.
-/// AVX-512 takes twice that as two such calls, the second reading the rows again: on
-/// Zen 4 (2 threads, f16 [1024 -> 2816]) 32 tokens reach 0.82 of the FMA peak that way
-/// and 0.55-0.57 through the small-M strips (docs/products.md).
+/// AVX-512 takes every count below the packed product's k_gemm_min_tokens as two or four
+/// such calls, each reading the rows again: on Zen 4 (2 threads, f16 [1024 -> 2816]) 32
+/// tokens reach 0.76-0.82 of the FMA peak that way and 40-47 tokens 0.76-0.81, against
+/// 0.55-0.60 through the small-M strips (docs/products.md).
 static constexpr std::size_t k_few_tokens_call_max = 2 * k_few_tokens_tile_max;
 static constexpr std::size_t k_few_tokens_max =
-    L == 16 ? 2 * k_few_tokens_call_max : k_few_tokens_call_max;
+    L == 16 ? 4 * k_few_tokens_call_max : k_few_tokens_call_max;
 
 /// f32 / f16 / bf16 rows and TA + TB + TC tokens (TA >= TB >= TC, 0 for no tile): each weight
 /// vector is loaded (and widened) once per tile and multiplied by every token of the
