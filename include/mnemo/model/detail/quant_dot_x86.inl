@@ -207,31 +207,39 @@ template <class E>
 static constexpr bool k_groups_of_32_ =
     std::is_same_v<E, dtype::block_q4_K> || std::is_same_v<E, dtype::block_q5_K>;
 
+/// One row's part of a tile's super-block, the same for the 4- and 8-row tiles: its codes
+/// made non-negative, its group scales, the 16-bit factors of x's group sums (the mins,
+/// or -offset x scale) and its f32 scales.
+template <class E>
+static MNEMO_INLINE void k_tile_row_(const E& blk, __m256i (&q)[8], k_group_scales& s, __m256i& gs,
+                                     float& d, float& dmin) noexcept {
+  constexpr int off = k_code_offset_<E>;
+  k_codes_(blk, q);
+  if constexpr (off != 0)
+    for (std::size_t v = 0; v < 8; ++v)
+      q[v] = _mm256_add_epi8(q[v], _mm256_set1_epi8(static_cast<char>(off)));
+  group_scales(blk, s);
+  if constexpr (has_min<E>) {
+    gs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s.min));
+    dmin = half_(blk.dmin);
+  } else {
+    gs = _mm256_mullo_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(s.scale)),
+                            _mm256_set1_epi16(static_cast<short>(-off)));
+    dmin = 0.0f;
+  }
+  d = half_(blk.d);
+}
+
 template <class E>
 static MNEMO_INLINE void k_tile_unpack_(const E* const* rows, std::size_t b,
                                         k_tile_<E>& t) noexcept {
-  constexpr int off = k_code_offset_<E>;
   __m256i q[4][8];
   std::uint64_t spread[4][16];  // row r's scale of group g in four 16-bit lanes
   for (std::size_t r = 0; r < 4; ++r) {
-    const E& blk = rows[r][b];
-    k_codes_(blk, q[r]);
-    if constexpr (off != 0)
-      for (std::size_t v = 0; v < 8; ++v)
-        q[r][v] = _mm256_add_epi8(q[r][v], _mm256_set1_epi8(static_cast<char>(off)));
     k_group_scales s;
-    group_scales(blk, s);
+    k_tile_row_(rows[r][b], q[r], s, t.gs[r], t.d[r], t.dmin[r]);
     for (std::size_t g = 0; g < 16; ++g)
       spread[r][g] = static_cast<std::uint16_t>(s.scale[g]) * 0x0001000100010001ull;
-    if constexpr (has_min<E>) {
-      t.gs[r] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s.min));
-      t.dmin[r] = half_(blk.dmin);
-    } else {
-      t.gs[r] = _mm256_mullo_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(s.scale)),
-                                   _mm256_set1_epi16(static_cast<short>(-off)));
-      t.dmin[r] = 0.0f;
-    }
-    t.d[r] = half_(blk.d);
   }
   // A 4 x 4 transpose of 64-bit lanes per vector: [r c] -> [c r].
   for (std::size_t v = 0; v < 8; ++v) {
@@ -376,28 +384,13 @@ struct k_tile8_ {
 template <class E>
 static MNEMO_INLINE void k_tile8_unpack_(const E* const* rows, std::size_t b,
                                          k_tile8_<E>& t) noexcept {
-  constexpr int off = k_code_offset_<E>;
   __m256i q[8][8];
   alignas(64) std::int16_t scales[8][16];
   alignas(32) float d[8], dmin[8];
   for (std::size_t r = 0; r < 8; ++r) {
-    const E& blk = rows[r][b];
-    k_codes_(blk, q[r]);
-    if constexpr (off != 0)
-      for (std::size_t v = 0; v < 8; ++v)
-        q[r][v] = _mm256_add_epi8(q[r][v], _mm256_set1_epi8(static_cast<char>(off)));
     k_group_scales s;
-    group_scales(blk, s);
+    k_tile_row_(rows[r][b], q[r], s, t.gs[r], d[r], dmin[r]);
     std::memcpy(scales[r], s.scale, sizeof s.scale);
-    if constexpr (has_min<E>) {
-      t.gs[r] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s.min));
-      dmin[r] = half_(blk.dmin);
-    } else {
-      t.gs[r] = _mm256_mullo_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(s.scale)),
-                                   _mm256_set1_epi16(static_cast<short>(-off)));
-      dmin[r] = 0.0f;
-    }
-    d[r] = half_(blk.d);
   }
   t.d = _mm256_load_ps(d);
   t.dmin = _mm256_load_ps(dmin);
