@@ -17,10 +17,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <string>
 #include <string_view>
+#include <system_error>
 
 #include "common/cli.hpp"
 #include "common/random_llama.hpp"
+#include <unistd.h>
 
 #include "mnemo/context.hpp"
 #include "mnemo/evict/concepts.hpp"
@@ -77,12 +80,18 @@ int main(int argc, char** argv) {
   mnemo_examples::random_llama_config rc;
   rc.n_vocab = 260, rc.n_embd = 64, rc.n_layer = 2, rc.n_head = 4, rc.n_head_kv = 2, rc.n_ff = 128;
   rc.weight_type = dtype::element_type::f32;
-  const auto path = (std::filesystem::temp_directory_path() / "mnemo_custom_policy.gguf").string();
+  // One file per process: the tests run this example twice in parallel, and rewriting a
+  // file another process has mapped kills that process (SIGBUS).
+  const auto path = (std::filesystem::temp_directory_path() /
+                     ("mnemo_custom_policy_" + std::to_string(::getpid()) + ".gguf"))
+                        .string();
   if (status st = mnemo_examples::write_random_llama(rc, path); !st) {
     std::fprintf(stderr, "%s\n", st.message().c_str());
     return 1;
   }
   auto model = model::llama_model::open(path);
+  std::error_code rm_ec;
+  std::filesystem::remove(path, rm_ec);  // the mapping stays valid (POSIX)
   if (!model.is_ok()) return std::fprintf(stderr, "%s\n", model.error().message().c_str()), 1;
   const auto& m = model.value();
 
