@@ -42,7 +42,7 @@
 #include "mnemo/dtype/dtype.hpp"
 #include "mnemo/dtype/weight_encode.hpp"
 #include "mnemo/model/matmul.hpp"
-#include "mnemo/model/q4_0_tiles.hpp"
+#include "mnemo/model/weight_tiles.hpp"
 
 namespace {
 
@@ -71,8 +71,8 @@ weight_bytes make_weight_bytes(std::size_t bytes) {
 }
 
 /// Weights of type E and their storage: random rows, or copies of another weight's bytes
-/// at other addresses (only the DRAM traffic matters); attach_tiles (q4_0): every weight
-/// with its tiles, as models load them (q4_0_tiles.hpp: one reserved buffer).
+/// at other addresses (only the DRAM traffic matters); attach_tiles (q4_0, q4_K, q6_K): every
+/// weight with its tiles, as models load them (weight_tiles.hpp: one reserved buffer).
 template <class E>
 struct weight_store {
   std::vector<weight_bytes> bufs;
@@ -98,7 +98,7 @@ struct weight_store {
   }
   void attach_tiles() {
     std::size_t bytes = 0;
-    for (const model::weight& w : ws) bytes += (model::q4_0_tiles_bytes(w) + 63) / 64 * 64;
+    for (const model::weight& w : ws) bytes += (model::tiles_bytes(w) + 63) / 64 * 64;
     tiles.reserve(bytes);
     for (model::weight& w : ws) tiles.attach(w);
   }
@@ -146,7 +146,7 @@ void BM_product(benchmark::State& state) {
   const auto n_out = static_cast<std::size_t>(state.range(1));
   const auto n_tok = static_cast<std::size_t>(state.range(2));
   if (Tiled && !model::weight_tiles::used()) {
-    state.SkipWithError("this CPU's products do not read q4_0 tiles (no AVX-512 VNNI + VBMI)");
+    state.SkipWithError("this CPU's products do not read tiles (no AVX-512 VNNI + VBMI)");
     return;
   }
   // From DRAM below 256 tokens (decode, batched decode, short prompts), as in a model.
@@ -245,7 +245,7 @@ template <class E, bool Tiled = false>
 void BM_token(benchmark::State& state) {
   const bool grouped = state.range(0) != 0;
   if (Tiled && !model::weight_tiles::used()) {
-    state.SkipWithError("this CPU's products do not read q4_0 tiles (no AVX-512 VNNI + VBMI)");
+    state.SkipWithError("this CPU's products do not read tiles (no AVX-512 VNNI + VBMI)");
     return;
   }
   std::mt19937 rng(1);
@@ -361,10 +361,17 @@ BENCHMARK_TEMPLATE(BM_product, dtype::block_q5_K)
 BENCHMARK_TEMPLATE(BM_product, dtype::block_q6_K)
     ->Apply(decode_one_token_args)
     ->Name("decode/q6_K");
-// What models run for one token: the q4_0 weights' tiles (only one-token products read them).
+// What models run for one token: the q4_0, q4_K and q6_K weights' tiles (only one-token
+// products read them).
 BENCHMARK_TEMPLATE(BM_product, dtype::block_q4_0, true)
     ->Apply(decode_one_token_args)
     ->Name("decode/q4_0_tiles");
+BENCHMARK_TEMPLATE(BM_product, dtype::block_q4_K, true)
+    ->Apply(decode_one_token_args)
+    ->Name("decode/q4_K_tiles");
+BENCHMARK_TEMPLATE(BM_product, dtype::block_q6_K, true)
+    ->Apply(decode_one_token_args)
+    ->Name("decode/q6_K_tiles");
 BENCHMARK_TEMPLATE(BM_in_cache, float)->Name("in_cache/f32")->Unit(benchmark::kMicrosecond);
 BENCHMARK_TEMPLATE(BM_in_cache, dtype::f16)->Name("in_cache/f16")->Unit(benchmark::kMicrosecond);
 BENCHMARK_TEMPLATE(BM_in_cache, dtype::bf16)->Name("in_cache/bf16")->Unit(benchmark::kMicrosecond);
@@ -420,6 +427,18 @@ BENCHMARK_TEMPLATE(BM_token, dtype::block_q4_0, true)
     ->Name("token/q4_0_tiles")
     ->ArgName("grouped")
     ->DenseRange(0, 1)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK_TEMPLATE(BM_token, dtype::block_q4_K)
+    ->Name("token/q4_K")
+    ->ArgName("grouped")
+    ->DenseRange(0, 0)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK_TEMPLATE(BM_token, dtype::block_q4_K, true)
+    ->Name("token/q4_K_tiles")
+    ->ArgName("grouped")
+    ->DenseRange(0, 0)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 BENCHMARK_TEMPLATE(BM_product, float)->Apply(small_m_args)->Name("small_m/f32");

@@ -20,7 +20,7 @@
 
 #include "mnemo/dtype/dtype.hpp"
 #include "mnemo/model/matmul.hpp"
-#include "mnemo/model/q4_0_tiles.hpp"
+#include "mnemo/model/weight_tiles.hpp"
 #include "mnemo/simd/cpu.hpp"
 #include "mnemo/simd/simd.hpp"
 

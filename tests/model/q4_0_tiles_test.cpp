@@ -21,7 +21,7 @@
 #include "mnemo/context.hpp"
 #include "mnemo/memory/full/full_cache.hpp"
 #include "mnemo/model/llama.hpp"
-#include "mnemo/model/q4_0_tiles.hpp"
+#include "mnemo/model/weight_tiles.hpp"
 
 namespace {
 
@@ -56,8 +56,8 @@ TEST(Q4_0Tiles, InterleaveMatchesTheDocumentedLayout) {
       const std::vector<std::byte> rows = random_rows(n_in, n_out, seed);
       const md::weight w = q4_0_weight(rows, n_in, n_out);
       const std::size_t n_tiles = n_out / 16, n_blocks = n_in / 32;
-      ASSERT_EQ(md::q4_0_tiles_bytes(w), n_tiles * 16 * w.row_bytes);
-      std::vector<std::byte> tiles(md::q4_0_tiles_bytes(w) + 1, std::byte{0x5a});
+      ASSERT_EQ(md::tiles_bytes(w), n_tiles * 16 * w.row_bytes);
+      std::vector<std::byte> tiles(md::tiles_bytes(w) + 1, std::byte{0x5a});
       md::interleave_q4_0(w, tiles.data());
       for (std::size_t t = 0; t < n_tiles; ++t)
         for (std::size_t b = 0; b < n_blocks; ++b)
@@ -81,7 +81,7 @@ TEST(Q4_0Tiles, InterleaveMatchesTheDocumentedLayout) {
 /// The tiles of w, as interleave_q4_0 writes them, are at w.tiles.
 void expect_tiles_of(const md::weight& w, const char* what) {
   ASSERT_NE(w.tiles, nullptr) << what;
-  std::vector<std::byte> want(md::q4_0_tiles_bytes(w));
+  std::vector<std::byte> want(md::tiles_bytes(w));
   md::interleave_q4_0(w, want.data());
   EXPECT_EQ(std::memcmp(w.tiles, want.data(), want.size()), 0) << what;
 }

@@ -5,10 +5,10 @@
 // sliding-window layers. The forward pass follows llama.cpp's graphs
 // (docs/model.md).
 //
-// It owns its gguf::file (weights are views into the mapping; q4_0 ones also have tiles,
-// q4_0_tiles.hpp) and is written against memory::kv_memory only: it writes each layer's
-// K/V of the applied micro-batch and attends the views the memory gives, so it runs on
-// a full cache, split streams, or the interleaved composite of window and global layers
+// It owns its gguf::file (weights are views into the mapping; q4_0, q4_K and q6_K ones
+// also have tiles, weight_tiles.hpp) and is written against memory::kv_memory only: it writes each
+// layer's K/V of the applied micro-batch and attends the views the memory gives, so it runs on a
+// full cache, split streams, or the interleaved composite of window and global layers
 // (decoder_memory.hpp).
 //
 //   MNEMO_ASSIGN_OR_RETURN(auto m, model::qwen2_model::open("qwen2.gguf"));
@@ -83,7 +83,8 @@ class attention_decoder : public decoder_memory<attention_decoder> {
   std::uint32_t n_layer() const noexcept { return hp_.n_layer; }
   bool tied_output() const noexcept { return head_.tied; }
   const gguf::file& file() const noexcept { return *file_; }
-  /// Bytes of the q4_0 weights' tiles held besides the mapping (q4_0_tiles.hpp).
+  /// Bytes of the q4_0, q4_K and q6_K weights' tiles held besides the mapping
+  /// (weight_tiles.hpp).
   std::size_t tile_bytes() const noexcept { return tiles_.bytes(); }
 
   result<decoder_workspace> make_workspace(std::uint32_t n_ubatch) const {
@@ -272,7 +273,7 @@ class attention_decoder : public decoder_memory<attention_decoder> {
 
   const decoder_recipe* rc_ = nullptr;
   std::optional<gguf::file> file_;  // optional only because gguf::file has no empty state
-  weight_tiles tiles_;              // the q4_0 weights' tiles (q4_0_tiles.hpp)
+  weight_tiles tiles_;              // the q4_0, q4_K and q6_K weights' tiles (weight_tiles.hpp)
   decoder_hparams hp_;
   decoder_dims dims_;
   output_head head_;

@@ -50,6 +50,7 @@
 #define MNEMO_MODEL_MATMUL_INTERNAL_ 1
 #include "mnemo/model/detail/matmul_int8.hpp"
 #include "mnemo/model/detail/matmul_int8_tiles.hpp"
+#include "mnemo/model/detail/matmul_k_tiles.hpp"
 #include "mnemo/model/detail/matmul_kernels.hpp"
 #include "mnemo/model/detail/matmul_quant.hpp"
 #undef MNEMO_MODEL_MATMUL_INTERNAL_
@@ -303,13 +304,27 @@ void stream_products(std::span<const product_out> products, const product_input&
   });
 }
 
+/// Whether the one-token product of w reads its q4_K / q6_K tiles (matmul_k_tiles.hpp).
+template <simd::isa_tag Isa>
+bool reads_k_tiles(const weight& w) noexcept {
+  if constexpr (has_k_tile_decode<Isa>)
+    return (w.type == dtype::element_type::q4_K || w.type == dtype::element_type::q6_K) &&
+           w.tiles != nullptr && simd::detail::cpu().avx512_int8;
+  return false;
+}
+
 /// mul_mat of a weight-only quantised type (detail/matmul_quant.hpp): x rounded to the
 /// type's 8-bit blocks, then integer dot products; the rows split over the threads as
-/// the streaming product splits them, by weight bytes below k_gemm_min_tokens.
+/// the streaming product splits them, by weight bytes below k_gemm_min_tokens. One
+/// token of a q4_K or q6_K weight with tiles reads the tiles (the rows past the last whole
+/// tile: dot), with the same values.
 template <simd::isa_tag Isa>
 void quant_mul_mat(const weight& w, const float* x, std::size_t x_stride, std::size_t n_tok,
                    float* y, std::size_t y_stride, int nt, matmul_workspace& ws) {
-  const std::size_t n_units = (w.n_out + 3) / 4;  // whole 4-row tiles per part
+  const bool tiled = n_tok == 1 && reads_k_tiles<Isa>(w);
+  // whole 4-row tiles per part, or whole 16-row tiles of the tile layout
+  const std::size_t unit = tiled ? k_tile_rows : 4;
+  const std::size_t n_units = (w.n_out + unit - 1) / unit;
   // Many tokens: k_quant_parts_per_thread parts per thread, handed out by ticket, so that
   // a thread slowed by another process leaves its share to the others (one range per
   // thread waited for the slowest).
@@ -322,8 +337,8 @@ void quant_mul_mat(const weight& w, const float* x, std::size_t x_stride, std::s
   const int n_workers =
       static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(nt), n_parts));
   const auto rows_of = [&](std::size_t part, std::size_t& r0, std::size_t& r1) {
-    r0 = n_units * part / n_parts * 4;
-    r1 = std::min(w.n_out, n_units * (part + 1) / n_parts * 4);
+    r0 = n_units * part / n_parts * unit;
+    r1 = std::min(w.n_out, n_units * (part + 1) / n_parts * unit);
   };
   visit_weight_block(w.type, [&]<class E>(dtype::type_tag<E>) {
     const std::size_t x_bytes = quant_x_bytes(w.type, w.n_in);
@@ -343,6 +358,16 @@ void quant_mul_mat(const weight& w, const float* x, std::size_t x_stride, std::s
     parallel_for(n_parts, n_workers, [&](std::size_t part, int) {
       std::size_t r0, r1;
       rows_of(part, r0, r1);
+      if constexpr (has_k_tiles<E> && has_k_tile_decode<Isa>) {
+        if (tiled) {
+          const std::size_t n_tiles = (r1 - r0) / k_tile_rows;
+          k_tile_decode<Isa>::template gemv<E>(
+              reinterpret_cast<const unsigned char*>(w.tiles) + r0 * w.row_bytes, n_tiles,
+              w.n_in / dtype::k_super_block, reinterpret_cast<const dtype::block_q8_K*>(qx),
+              y + r0);
+          r0 += n_tiles * k_tile_rows;
+        }
+      }
       quant_rows<Isa, E>(w, r0, r1, qx, x_bytes, n_tok, y, y_stride);
     });
   });

@@ -21,8 +21,8 @@
 #include "mnemo/base/result.hpp"
 #include "mnemo/gguf/file.hpp"
 #include "mnemo/model/matmul.hpp"
-#include "mnemo/model/q4_0_tiles.hpp"
 #include "mnemo/model/weight.hpp"
+#include "mnemo/model/weight_tiles.hpp"
 
 namespace mnemo::model {
 
@@ -39,14 +39,14 @@ result<Model> open_model(const std::string& path, gguf::access access) {
 /// Binds named tensors of one file with their shapes and types checked. `context`
 /// (e.g. "llama") prefixes shape and type errors, not missing tensors; models that put
 /// their name on every binding error give none and wrap the whole binding instead.
-/// With a weight_tiles store, the matrices the products read get their q4_0 tiles
-/// there (q4_0_tiles.hpp); the store must live as long as the weights.
+/// With a weight_tiles store, the matrices the products read get their tiles
+/// there (weight_tiles.hpp); the store must live as long as the weights.
 class tensor_binder {
  public:
   explicit tensor_binder(const gguf::file& f, std::string_view context = {},
                          weight_tiles* tiles = nullptr)
       : f_(&f), context_(context), tiles_(tiles) {
-    if (tiles_ != nullptr) tiles_->reserve(q4_0_tiles_bound(f.tensors()));
+    if (tiles_ != nullptr) tiles_->reserve(tiles_bound(f.tensors()));
   }
 
   bool has(const std::string& name) const { return f_->find_tensor(name) != nullptr; }

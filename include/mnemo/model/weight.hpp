@@ -15,6 +15,9 @@
 
 namespace mnemo::model {
 
+/// Rows per tile of the layouts weight::tiles points at (model/weight_tiles.hpp).
+inline constexpr std::size_t k_tile_rows = 16;
+
 struct weight {
   dtype::element_type type = dtype::element_type::f32;
   /// Values per row (the input width) and rows (the output width).
@@ -24,8 +27,9 @@ struct weight {
   std::size_t row_bytes = 0;
   const std::byte* data = nullptr;
   std::string_view name;
-  /// q4_0 only, or null: the whole tiles of 16 rows again in the layout the one-token
-  /// product reads on CPUs with AVX-512 VNNI and VBMI (model/q4_0_tiles.hpp).
+  /// q4_0, q4_K and q6_K only, or null: the whole tiles of k_tile_rows rows again in the
+  /// layout the one-token product reads on CPUs with AVX-512 VNNI and VBMI
+  /// (model/weight_tiles.hpp).
   const std::byte* tiles = nullptr;
 
   const std::byte* row(std::size_t r) const noexcept { return data + r * row_bytes; }

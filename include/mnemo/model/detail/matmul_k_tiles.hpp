@@ -1,0 +1,227 @@
+// model::detail::k_tile_decode: the one-token product of a q4_K or q6_K weight whose rows
+// are also held as tiles of 16 rows (model/q4_K_tiles.hpp, model/q6_K_tiles.hpp), on CPUs
+// with AVX-512 VNNI and VBMI. The integer sums and the f32 steps are quant_dot's (x
+// rounded to q8_K; per super-block isum = sum_g scale_g sum_{i in g} q_i a_i and, for
+// q4_K, msum = sum_j min_j (x's sum over sub-block j); then combine_k's products, each
+// rounded on its own, added in row order), so the floats are dot()'s bit for bit. Only
+// the layout differs: a 32-bit lane holds one row, so
+//
+//   - one vpdpbusd multiplies 4 codes of 16 rows by 4 codes of x broadcast from memory,
+//     into one accumulator per scale group (q6_K's codes go in plus 32, unsigned, and
+//     32 scale_g (x's sum over g) comes back out);
+//   - the scales (and q4_K's mins) of 16 rows unpack together, a group's scale
+//     multiplies its accumulator (vpmulld), and x's group sums meet the mins or scales
+//     as 16-bit pairs (vpmaddwd);
+//   - the combine runs on 16 rows at once, and each lane ends as one row's sum: no
+//     shuffle, no lane reduction.
+//
+// On the rows, the one-token dot unpacks one row at a time in 256-bit vectors and
+// reduces across lanes, and is compute bound at ~16 GB/s per core on a Zen 4
+// (docs/products.md).
+#pragma once
+
+#if !defined(MNEMO_MODEL_MATMUL_INTERNAL_)
+#error "mnemo/model/detail/matmul_k_tiles.hpp is internal: include mnemo/model/matmul.hpp"
+#endif
+
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+
+#include "mnemo/dtype/visit.hpp"
+#include "mnemo/dtype/weight_blocks.hpp"
+#include "mnemo/model/detail/matmul_kernels.hpp"
+#include "mnemo/model/q4_K_tiles.hpp"
+#include "mnemo/model/q6_K_tiles.hpp"
+
+namespace mnemo::model::detail {
+
+/// The k-quants with a tile layout.
+template <class E>
+inline constexpr bool has_k_tiles =
+    std::is_same_v<E, dtype::block_q4_K> || std::is_same_v<E, dtype::block_q6_K>;
+
+template <class Isa>
+struct k_tile_decode;
+
+/// Whether Isa has the tile kernels (the CPU must also have VNNI and VBMI:
+/// simd::detail::cpu().avx512_int8).
+template <class Isa>
+inline constexpr bool has_k_tile_decode = false;
+
+#if defined(MNEMO_ARCH_X86_64)
+template <>
+inline constexpr bool has_k_tile_decode<simd::avx512> = true;
+
+MNEMO_BEGIN_ISA_WARNINGS
+MNEMO_BEGIN_TARGET_(MNEMO_TARGET_FEATURES_AVX512 ",avx512vnni,avx512vbmi")
+template <>
+struct k_tile_decode<simd::avx512> {
+  using MK = matmul_kernels<simd::avx512>;
+
+  /// Byte J of each 32-bit lane of v as a 32-bit lane, zero- or sign-extended.
+  template <int J, bool Signed>
+  static MNEMO_INLINE __m512i byte_(__m512i v) noexcept {
+    if constexpr (Signed) return _mm512_srai_epi32(_mm512_slli_epi32(v, 24 - 8 * J), 24);
+    if constexpr (J == 3) return _mm512_srli_epi32(v, 24);
+    return _mm512_and_si512(_mm512_srli_epi32(v, 8 * J), _mm512_set1_epi32(0xff));
+  }
+
+  /// sum_j s[4 k + j] * byte j of each lane of `scales` (4 groups' scales per lane).
+  template <bool Signed>
+  static MNEMO_INLINE __m512i scaled4_(const __m512i* s, __m512i scales, __m512i acc) noexcept {
+    acc = _mm512_add_epi32(acc, _mm512_mullo_epi32(s[0], byte_<0, Signed>(scales)));
+    acc = _mm512_add_epi32(acc, _mm512_mullo_epi32(s[1], byte_<1, Signed>(scales)));
+    acc = _mm512_add_epi32(acc, _mm512_mullo_epi32(s[2], byte_<2, Signed>(scales)));
+    return _mm512_add_epi32(acc, _mm512_mullo_epi32(s[3], byte_<3, Signed>(scales)));
+  }
+
+  /// The 16-bit pair (lo, hi) broadcast to every 32-bit lane.
+  static MNEMO_INLINE __m512i pair_(int lo, int hi) noexcept {
+    return _mm512_set1_epi32(
+        static_cast<int>(static_cast<std::uint16_t>(lo) | static_cast<std::uint32_t>(hi) << 16));
+  }
+
+  /// acc (lane r: row r) += (d da) isum, as combine_k does for one row, the product
+  /// rounded on its own (the asm keeps it out of a fused multiply-add).
+  static MNEMO_INLINE void add_scaled_(const unsigned char* d16, float da, __m512i isum,
+                                       __m512& acc) noexcept {
+    const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(d16)));
+    __m512 p = _mm512_mul_ps(_mm512_mul_ps(d, _mm512_set1_ps(da)), _mm512_cvtepi32_ps(isum));
+    __asm__("" : "+v"(p));
+    acc = _mm512_add_ps(acc, p);
+  }
+
+  /// acc (lane r: row r) takes one q4_K super-block of the tile at p against x block a:
+  /// + (d da) isum, then - (dmin da) msum.
+  static MNEMO_INLINE void block_(const unsigned char* p, const dtype::block_q8_K& a, __m512& acc,
+                                  dtype::type_tag<dtype::block_q4_K>) noexcept {
+    const __m512i nib = _mm512_set1_epi8(0x0f);
+    const auto* xw = reinterpret_cast<const std::int32_t*>(a.qs);
+    const auto* codes = reinterpret_cast<const __m512i*>(p + k_q4_K_tile_codes_at);
+    // s[2 c]: sub-block 2 c (low nibbles of vectors 8 c ..), s[2 c + 1]: 2 c + 1 (high)
+    __m512i s[8];
+    for (auto& v : s) v = _mm512_setzero_si512();
+    for (std::size_t k = 0; k < 8; ++k)
+      for (std::size_t c = 0; c < 4; ++c) {
+        const __m512i v = _mm512_loadu_si512(codes + 8 * c + k);
+        s[2 * c] = _mm512_dpbusd_epi32(s[2 * c], _mm512_and_si512(v, nib),
+                                       _mm512_set1_epi32(xw[16 * c + k]));
+        s[2 * c + 1] =
+            _mm512_dpbusd_epi32(s[2 * c + 1], _mm512_and_si512(_mm512_srli_epi16(v, 4), nib),
+                                _mm512_set1_epi32(xw[16 * c + 8 + k]));
+      }
+    // k4_scale_words per lane: scales and mins of sub-blocks 0..3 and 4..7, a byte each
+    const auto* packed = reinterpret_cast<const __m512i*>(p + k_q4_K_tile_scales_at);
+    const __m512i w0 = _mm512_loadu_si512(packed), w1 = _mm512_loadu_si512(packed + 1),
+                  w2 = _mm512_loadu_si512(packed + 2);
+    const __m512i low6 = _mm512_set1_epi32(0x3f3f3f3f), low4 = _mm512_set1_epi32(0x0f0f0f0f),
+                  top2 = _mm512_set1_epi32(0x30303030);
+    const __m512i sc0 = _mm512_and_si512(w0, low6);
+    const __m512i sc1 = _mm512_or_si512(_mm512_and_si512(w2, low4),
+                                        _mm512_and_si512(_mm512_srli_epi32(w0, 2), top2));
+    const __m512i mn0 = _mm512_and_si512(w1, low6);
+    const __m512i mn1 = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(w2, 4), low4),
+                                        _mm512_and_si512(_mm512_srli_epi32(w1, 2), top2));
+    const __m512i isum =
+        scaled4_<false>(s + 4, sc1, scaled4_<false>(s, sc0, _mm512_setzero_si512()));
+    // mins j and j + 2 of a lane as one 16-bit pair (bytes 0 and 2, then 1 and 3), against
+    // x's sums over sub-blocks j and j + 2
+    int xs[8];
+    for (std::size_t j = 0; j < 8; ++j) xs[j] = a.bsums[2 * j] + a.bsums[2 * j + 1];
+    const __m512i even = _mm512_set1_epi32(0x00ff00ff);
+    __m512i msum = _mm512_madd_epi16(_mm512_and_si512(mn0, even), pair_(xs[0], xs[2]));
+    msum = _mm512_add_epi32(
+        msum,
+        _mm512_madd_epi16(_mm512_and_si512(_mm512_srli_epi32(mn0, 8), even), pair_(xs[1], xs[3])));
+    msum =
+        _mm512_add_epi32(msum, _mm512_madd_epi16(_mm512_and_si512(mn1, even), pair_(xs[4], xs[6])));
+    msum = _mm512_add_epi32(
+        msum,
+        _mm512_madd_epi16(_mm512_and_si512(_mm512_srli_epi32(mn1, 8), even), pair_(xs[5], xs[7])));
+    add_scaled_(p, a.d, isum, acc);
+    // - (dmin da) msum, as combine_k
+    const __m512 dmin = _mm512_cvtph_ps(
+        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + k_q4_K_tile_d_bytes)));
+    __m512 m = _mm512_mul_ps(_mm512_mul_ps(dmin, _mm512_set1_ps(a.d)), _mm512_cvtepi32_ps(msum));
+    __asm__("" : "+v"(m));
+    acc = _mm512_sub_ps(acc, m);
+  }
+
+  /// The same for one q6_K super-block: + (d da) isum.
+  static MNEMO_INLINE void block_(const unsigned char* p, const dtype::block_q8_K& a, __m512& acc,
+                                  dtype::type_tag<dtype::block_q6_K>) noexcept {
+    const __m512i m4 = _mm512_set1_epi8(0x0f), m2 = _mm512_set1_epi8(0x30);
+    const auto* xw = reinterpret_cast<const std::int32_t*>(a.qs);
+    const auto* ql = reinterpret_cast<const __m512i*>(p + k_q6_K_tile_ql_at);
+    const auto* qh = reinterpret_cast<const __m512i*>(p + k_q6_K_tile_qh_at);
+    // s[g]: scale group g of the codes plus 32 (0..63, unsigned for vpdpbusd)
+    __m512i s[16];
+    for (auto& v : s) v = _mm512_setzero_si512();
+    for (std::size_t h = 0; h < 2; ++h)
+      for (std::size_t j = 0; j < 8; ++j) {
+        const __m512i l0 = _mm512_loadu_si512(ql + 16 * h + j);
+        const __m512i l1 = _mm512_loadu_si512(ql + 16 * h + 8 + j);
+        const __m512i hb = _mm512_loadu_si512(qh + 8 * h + j);
+        // values 128 h + 32 k + 4 j ..: the low 4 bits, then bits 2 k, 2 k + 1 of qh as 4, 5
+        const __m512i u[4] = {_mm512_or_si512(_mm512_and_si512(l0, m4),
+                                              _mm512_and_si512(_mm512_slli_epi16(hb, 4), m2)),
+                              _mm512_or_si512(_mm512_and_si512(l1, m4),
+                                              _mm512_and_si512(_mm512_slli_epi16(hb, 2), m2)),
+                              _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l0, 4), m4),
+                                              _mm512_and_si512(hb, m2)),
+                              _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l1, 4), m4),
+                                              _mm512_and_si512(_mm512_srli_epi16(hb, 2), m2))};
+        for (std::size_t k = 0; k < 4; ++k) {
+          const std::size_t g = 8 * h + 2 * k + j / 4;
+          s[g] = _mm512_dpbusd_epi32(s[g], u[k], _mm512_set1_epi32(xw[32 * h + 8 * k + j]));
+        }
+      }
+    const auto* scales = reinterpret_cast<const __m512i*>(p + k_q6_K_tile_scales_at);
+    __m512i isum = _mm512_setzero_si512(), offset = _mm512_setzero_si512();
+    for (std::size_t k = 0; k < 4; ++k) {
+      const __m512i v = _mm512_loadu_si512(scales + k);
+      isum = scaled4_<true>(s + 4 * k, v, isum);
+      // scales 4 k + 0 and 4 k + 2, then 4 k + 1 and 4 k + 3, as signed 16-bit pairs
+      const __m512i even = _mm512_srai_epi16(_mm512_slli_epi16(v, 8), 8);
+      const __m512i odd = _mm512_srai_epi16(v, 8);
+      const std::int16_t* bs = a.bsums + 4 * k;
+      offset = _mm512_add_epi32(offset, _mm512_madd_epi16(even, pair_(bs[0], bs[2])));
+      offset = _mm512_add_epi32(offset, _mm512_madd_epi16(odd, pair_(bs[1], bs[3])));
+    }
+    // the codes went in plus 32: take 32 sum_g scale_g (x's sum over g) back out
+    isum = _mm512_sub_epi32(isum, _mm512_slli_epi32(offset, 5));
+    add_scaled_(p, a.d, isum, acc);
+  }
+
+  /// y[16 t + r] = x . row r of tile t for n_tiles tiles of nb super-blocks of E at
+  /// `tiles`, x given as nb q8_K blocks: [16 n_tiles] f32 y. One sequential stream,
+  /// prefetched a fixed distance ahead and never past the range, with page walks
+  /// started ahead once per tile, as the q4_0 tiles' kernel does. A row's sum does not
+  /// depend on the other rows or on how the tiles are split between threads.
+  template <class E>
+  static void gemv(const unsigned char* tiles, std::size_t n_tiles, std::size_t nb,
+                   const dtype::block_q8_K* x, float* y) noexcept {
+    constexpr std::size_t block_bytes = k_tile_rows * sizeof(E);
+    const std::size_t tile_bytes = nb * block_bytes;
+    const auto base = reinterpret_cast<std::uintptr_t>(tiles);
+    MK::decode_stream s(base, base + n_tiles * tile_bytes, simd::current_prefetch_target());
+    s.advance(base);
+    for (std::size_t t = 0; t < n_tiles; ++t) {
+      const unsigned char* tile = tiles + t * tile_bytes;
+      s.touch(reinterpret_cast<std::uintptr_t>(tile + tile_bytes));
+      __m512 acc = _mm512_setzero_ps();
+      for (std::size_t b = 0; b < nb; ++b) {
+        const unsigned char* p = tile + b * block_bytes;
+        s.advance(reinterpret_cast<std::uintptr_t>(p + block_bytes));
+        block_(p, x[b], acc, dtype::type_tag<E>{});
+      }
+      _mm512_storeu_ps(y + k_tile_rows * t, acc);
+    }
+  }
+};
+MNEMO_END_TARGET
+MNEMO_END_ISA_WARNINGS
+#endif
+
+}  // namespace mnemo::model::detail
