@@ -71,7 +71,7 @@ weight_bytes make_weight_bytes(std::size_t bytes) {
 }
 
 /// Weights of type E and their storage: random rows, or copies of another weight's bytes
-/// at other addresses (only the DRAM traffic matters); attach_tiles (q4_0, q4_K, q6_K): every
+/// at other addresses (only the DRAM traffic matters); attach_tiles (q4_0, q4_K, q5_K, q6_K): every
 /// weight with its tiles, as models load them (weight_tiles.hpp: one reserved buffer).
 template <class E>
 struct weight_store {
@@ -184,13 +184,18 @@ void BM_product(benchmark::State& state) {
 }
 
 /// One token through [1024 -> n_out] weights of ~256 KiB on one thread, the same weights
-/// every call (L2-resident): the type's arithmetic rate with no memory wait.
-template <class E>
+/// every call (L2-resident): the type's arithmetic rate with no memory wait. Tiled: the
+/// product reads the weight's tiles, as models run it on CPUs with AVX-512 VNNI.
+template <class E, bool Tiled = false>
 void BM_in_cache(benchmark::State& state) {
   constexpr std::size_t n_in = 1024, target_bytes = 256 * 1024;
   const std::size_t n_out =
-      std::max<std::size_t>(4, target_bytes / dtype::row_bytes_of<E>(n_in) / 4 * 4);
-  setup<E> s(n_in, n_out, 1, false, false);
+      std::max<std::size_t>(16, target_bytes / dtype::row_bytes_of<E>(n_in) / 16 * 16);
+  if (Tiled && !model::weight_tiles::used()) {
+    state.SkipWithError("this CPU's products do not read tiles (no AVX-512 VNNI + VBMI)");
+    return;
+  }
+  setup<E> s(n_in, n_out, 1, false, Tiled);
   const model::weight& w = s.store.ws.front();
   double best = 1e30;
   for (auto _ : state) {
@@ -361,14 +366,17 @@ BENCHMARK_TEMPLATE(BM_product, dtype::block_q5_K)
 BENCHMARK_TEMPLATE(BM_product, dtype::block_q6_K)
     ->Apply(decode_one_token_args)
     ->Name("decode/q6_K");
-// What models run for one token: the q4_0, q4_K and q6_K weights' tiles (only one-token
-// products read them).
+// What models run for one token: the tiles of q4_0, q4_K, q5_K and q6_K weights (only
+// one-token products read them).
 BENCHMARK_TEMPLATE(BM_product, dtype::block_q4_0, true)
     ->Apply(decode_one_token_args)
     ->Name("decode/q4_0_tiles");
 BENCHMARK_TEMPLATE(BM_product, dtype::block_q4_K, true)
     ->Apply(decode_one_token_args)
     ->Name("decode/q4_K_tiles");
+BENCHMARK_TEMPLATE(BM_product, dtype::block_q5_K, true)
+    ->Apply(decode_one_token_args)
+    ->Name("decode/q5_K_tiles");
 BENCHMARK_TEMPLATE(BM_product, dtype::block_q6_K, true)
     ->Apply(decode_one_token_args)
     ->Name("decode/q6_K_tiles");
@@ -404,6 +412,18 @@ BENCHMARK_TEMPLATE(BM_in_cache, dtype::block_q5_K)
     ->Unit(benchmark::kMicrosecond);
 BENCHMARK_TEMPLATE(BM_in_cache, dtype::block_q6_K)
     ->Name("in_cache/q6_K")
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_TEMPLATE(BM_in_cache, dtype::block_q4_0, true)
+    ->Name("in_cache/q4_0_tiles")
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_TEMPLATE(BM_in_cache, dtype::block_q4_K, true)
+    ->Name("in_cache/q4_K_tiles")
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_TEMPLATE(BM_in_cache, dtype::block_q5_K, true)
+    ->Name("in_cache/q5_K_tiles")
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_TEMPLATE(BM_in_cache, dtype::block_q6_K, true)
+    ->Name("in_cache/q6_K_tiles")
     ->Unit(benchmark::kMicrosecond);
 BENCHMARK_TEMPLATE(BM_token, dtype::f16)
     ->Name("token/f16")

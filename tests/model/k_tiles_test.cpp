@@ -1,8 +1,8 @@
-// k-quant tiles (model/q4_K_tiles.hpp, model/q6_K_tiles.hpp), typed over q4_K and q6_K:
-// the interleaved layout byte for byte against its documented formula, the store giving
-// the weights their tiles, and the one-token product on the tiles (the AVX-512 VNNI
-// kernel) against the scalar product on the rows, bit for bit: the same integer sums and
-// the same f32 steps, whatever the thread split.
+// k-quant tiles (model/q4_K_tiles.hpp, q5_K_tiles.hpp, q6_K_tiles.hpp), typed over q4_K,
+// q5_K and q6_K: the interleaved layout byte for byte against its documented formula, the
+// store giving the weights their tiles, and the one-token product on the tiles (the
+// AVX-512 VNNI kernel) against the scalar product on the rows, bit for bit: the same
+// integer sums and the same f32 steps, whatever the thread split.
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -36,7 +36,8 @@ struct field {
   bool lanes;
 };
 
-/// The documented layouts (q4_K_tiles.hpp, q6_K_tiles.hpp), written out again.
+/// The documented layouts (q4_K_tiles.hpp, q5_K_tiles.hpp, q6_K_tiles.hpp), written out
+/// again.
 template <class E>
 std::vector<field> layout() {
   if constexpr (std::is_same_v<E, dt::block_q4_K>)
@@ -44,6 +45,12 @@ std::vector<field> layout() {
             {"dmin", 32, 2, 2, false},
             {"scales", 64, 4, 12, true},
             {"qs", 256, 16, 128, true}};
+  else if constexpr (std::is_same_v<E, dt::block_q5_K>)
+    return {{"d", 0, 0, 2, false},
+            {"dmin", 32, 2, 2, false},
+            {"scales", 64, 4, 12, true},
+            {"qh", 256, 16, 32, true},
+            {"qs", 768, 48, 128, true}};
   else
     return {{"d", 0, 208, 2, false},
             {"scales", 32, 192, 16, true},
@@ -78,7 +85,7 @@ struct random_rows {
 
 template <class E>
 class KTiles : public ::testing::Test {};
-using tiled_types = ::testing::Types<dt::block_q4_K, dt::block_q6_K>;
+using tiled_types = ::testing::Types<dt::block_q4_K, dt::block_q5_K, dt::block_q6_K>;
 struct type_names {
   template <class E>
   static std::string GetName(int) {
@@ -101,8 +108,10 @@ TYPED_TEST(KTiles, InterleaveMatchesTheDocumentedLayout) {
       ASSERT_EQ(md::tiles_bytes(w), n_tiles * 16 * w.row_bytes);
       std::vector<std::byte> tiles(md::tiles_bytes(w) + 1, std::byte{0x5a});
       ASSERT_TRUE(md::has_tile_layout(w.type));
-      if (w.type == dt::element_type::q4_K)
+      if constexpr (std::is_same_v<E, dt::block_q4_K>)
         md::interleave_q4_K(w, tiles.data());
+      else if constexpr (std::is_same_v<E, dt::block_q5_K>)
+        md::interleave_q5_K(w, tiles.data());
       else
         md::interleave_q6_K(w, tiles.data());
       for (std::size_t t = 0; t < n_tiles; ++t)

@@ -1,10 +1,11 @@
 // weight_tiles: the store of a model's weights held a second time as tiles of 16 rows,
 // the layouts the one-token products read on CPUs with AVX-512 VNNI and VBMI: q4_0
-// (q4_0_tiles.hpp), q4_K (q4_K_tiles.hpp) and q6_K (q6_K_tiles.hpp). It copies a weight's whole
-// tiles (the last n_out % 16 rows stay rows only) and points weight::tiles at them; the other
-// products and get_row keep reading the rows. So a model's weights of these types take their bytes
-// twice in memory: the rows in the file's mapping (clean pages the kernel can drop while only
-// one-token products run) and the tiles.
+// (q4_0_tiles.hpp), q4_K, q5_K and q6_K (q4_K_tiles.hpp, q5_K_tiles.hpp, q6_K_tiles.hpp).
+// It copies a weight's whole tiles (the last n_out % 16 rows stay rows only) and points
+// weight::tiles at them; the other products and get_row keep reading the rows. So a
+// model's weights of these types take their bytes twice in memory: the rows in the
+// file's mapping (clean pages the kernel can drop while only one-token products run) and
+// the tiles.
 #pragma once
 
 #include <cstddef>
@@ -18,6 +19,7 @@
 #include "mnemo/gguf/tensor.hpp"
 #include "mnemo/model/q4_0_tiles.hpp"
 #include "mnemo/model/q4_K_tiles.hpp"
+#include "mnemo/model/q5_K_tiles.hpp"
 #include "mnemo/model/q6_K_tiles.hpp"
 #include "mnemo/model/weight.hpp"
 #include "mnemo/simd/cpu.hpp"
@@ -30,7 +32,7 @@ static_assert(k_q4_0_tile_rows == k_tile_rows);
 /// Whether weights of type t have a tile layout.
 constexpr bool has_tile_layout(dtype::element_type t) noexcept {
   return t == dtype::element_type::q4_0 || t == dtype::element_type::q4_K ||
-         t == dtype::element_type::q6_K;
+         t == dtype::element_type::q5_K || t == dtype::element_type::q6_K;
 }
 
 /// Bytes of w's whole tiles (n_out / 16 of them; 0 for fewer than 16 rows or a type
@@ -49,7 +51,7 @@ inline std::size_t tiles_bound(std::span<const gguf::tensor> tensors) noexcept {
   return n;  // the file holds these bytes as rows, so the sum cannot overflow
 }
 
-/// Owns the tiles of a model's q4_0, q4_K and q6_K weights.
+/// Owns the tiles of a model's q4_0, q4_K, q5_K and q6_K weights.
 class weight_tiles {
  public:
   /// Whether one-token products at simd::native, the ISA models run at by default, read
@@ -73,11 +75,11 @@ class weight_tiles {
     if (made.is_ok()) arena_ = std::move(made).value();
   }
 
-  /// For a q4_0, q4_K or q6_K weight of 16 rows or more (and, unless `always`, where used()):
+  /// For a weight of a tiled type with 16 rows or more (and, unless `always`, where used()):
   /// copies its whole tiles into memory this store owns and points w.tiles at them.
   /// Otherwise, and when the memory cannot be allocated (the products then read the
-  /// rows: q4_0 with the same values up to the order of the f32 sums, q4_K and q6_K with
-  /// the same values), w is left as it is.
+  /// rows: q4_0 with the same values up to the order of the f32 sums, q4_K, q5_K and q6_K
+  /// with the same values), w is left as it is.
   void attach(weight& w, bool always = false) {
     if (!has_tile_layout(w.type) || !(always || used())) return;
     const std::size_t n = tiles_bytes(w);
@@ -88,6 +90,8 @@ class weight_tiles {
       interleave_q4_0(w, out);
     else if (w.type == dtype::element_type::q4_K)
       interleave_q4_K(w, out);
+    else if (w.type == dtype::element_type::q5_K)
+      interleave_q5_K(w, out);
     else
       interleave_q6_K(w, out);
     w.tiles = out;

@@ -1,15 +1,15 @@
-// model::detail::k_tile_decode: the one-token product of a q4_K or q6_K weight whose rows
-// are also held as tiles of 16 rows (model/q4_K_tiles.hpp, model/q6_K_tiles.hpp), on CPUs
-// with AVX-512 VNNI and VBMI. The integer sums and the f32 steps are quant_dot's (x
-// rounded to q8_K; per super-block isum = sum_g scale_g sum_{i in g} q_i a_i and, for
-// q4_K, msum = sum_j min_j (x's sum over sub-block j); then combine_k's products, each
+// model::detail::k_tile_decode: the one-token product of a q4_K, q5_K or q6_K weight whose
+// rows are also held as tiles of 16 rows (model/q4_K_tiles.hpp, q5_K_tiles.hpp,
+// q6_K_tiles.hpp), on CPUs with AVX-512 VNNI and VBMI. The integer sums and the f32 steps are
+// quant_dot's (x rounded to q8_K; per super-block isum = sum_g scale_g sum_{i in g} q_i a_i and,
+// for q4_K / q5_K, msum = sum_j min_j (x's sum over sub-block j); then combine_k's products, each
 // rounded on its own, added in row order), so the floats are dot()'s bit for bit. Only
 // the layout differs: a 32-bit lane holds one row, so
 //
 //   - one vpdpbusd multiplies 4 codes of 16 rows by 4 codes of x broadcast from memory,
 //     into one accumulator per scale group (q6_K's codes go in plus 32, unsigned, and
 //     32 scale_g (x's sum over g) comes back out);
-//   - the scales (and q4_K's mins) of 16 rows unpack together, a group's scale
+//   - the scales (and q4_K / q5_K's mins) of 16 rows unpack together, a group's scale
 //     multiplies its accumulator (vpmulld), and x's group sums meet the mins or scales
 //     as 16-bit pairs (vpmaddwd);
 //   - the combine runs on 16 rows at once, and each lane ends as one row's sum: no
@@ -32,6 +32,7 @@
 #include "mnemo/dtype/weight_blocks.hpp"
 #include "mnemo/model/detail/matmul_kernels.hpp"
 #include "mnemo/model/q4_K_tiles.hpp"
+#include "mnemo/model/q5_K_tiles.hpp"
 #include "mnemo/model/q6_K_tiles.hpp"
 
 namespace mnemo::model::detail {
@@ -39,7 +40,8 @@ namespace mnemo::model::detail {
 /// The k-quants with a tile layout.
 template <class E>
 inline constexpr bool has_k_tiles =
-    std::is_same_v<E, dtype::block_q4_K> || std::is_same_v<E, dtype::block_q6_K>;
+    std::is_same_v<E, dtype::block_q4_K> || std::is_same_v<E, dtype::block_q5_K> ||
+    std::is_same_v<E, dtype::block_q6_K>;
 
 template <class Isa>
 struct k_tile_decode;
@@ -92,25 +94,38 @@ struct k_tile_decode<simd::avx512> {
     acc = _mm512_add_ps(acc, p);
   }
 
-  /// acc (lane r: row r) takes one q4_K super-block of the tile at p against x block a:
-  /// + (d da) isum, then - (dmin da) msum.
-  static MNEMO_INLINE void block_(const unsigned char* p, const dtype::block_q8_K& a, __m512& acc,
-                                  dtype::type_tag<dtype::block_q4_K>) noexcept {
-    const __m512i nib = _mm512_set1_epi8(0x0f);
+  /// acc (lane r: row r) takes one q4_K or q5_K super-block of the tile at p against x
+  /// block a: + (d da) isum, then - (dmin da) msum.
+  template <class E>
+  requires(std::is_same_v<E, dtype::block_q4_K> ||
+           std::is_same_v<E, dtype::block_q5_K>) static MNEMO_INLINE
+      void block_(const unsigned char* p, const dtype::block_q8_K& a, __m512& acc,
+                  dtype::type_tag<E>) noexcept {
+    constexpr bool fifth_bit = std::is_same_v<E, dtype::block_q5_K>;
+    const __m512i nib = _mm512_set1_epi8(0x0f), sixteen = _mm512_set1_epi8(16);
     const auto* xw = reinterpret_cast<const std::int32_t*>(a.qs);
-    const auto* codes = reinterpret_cast<const __m512i*>(p + k_q4_K_tile_codes_at);
+    const auto* codes = reinterpret_cast<const __m512i*>(
+        p + (fifth_bit ? k_q5_K_tile_codes_at : k_q4_K_tile_codes_at));
+    const auto* qh = reinterpret_cast<const __m512i*>(p + k_q5_K_tile_qh_at);
     // s[2 c]: sub-block 2 c (low nibbles of vectors 8 c ..), s[2 c + 1]: 2 c + 1 (high)
     __m512i s[8];
     for (auto& v : s) v = _mm512_setzero_si512();
-    for (std::size_t k = 0; k < 8; ++k)
+    for (std::size_t k = 0; k < 8; ++k) {
+      __m512i h = _mm512_setzero_si512();
+      if constexpr (fifth_bit) h = _mm512_loadu_si512(qh + k);
       for (std::size_t c = 0; c < 4; ++c) {
         const __m512i v = _mm512_loadu_si512(codes + 8 * c + k);
-        s[2 * c] = _mm512_dpbusd_epi32(s[2 * c], _mm512_and_si512(v, nib),
-                                       _mm512_set1_epi32(xw[16 * c + k]));
-        s[2 * c + 1] =
-            _mm512_dpbusd_epi32(s[2 * c + 1], _mm512_and_si512(_mm512_srli_epi16(v, 4), nib),
-                                _mm512_set1_epi32(xw[16 * c + 8 + k]));
+        __m512i lo = _mm512_and_si512(v, nib), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), nib);
+        if constexpr (fifth_bit) {  // + 16 where bit 2 c (low) or 2 c + 1 (high) of qh is set
+          const __m512i bit_lo = _mm512_set1_epi8(static_cast<char>(1u << (2 * c)));
+          lo = _mm512_mask_add_epi8(lo, _mm512_test_epi8_mask(h, bit_lo), lo, sixteen);
+          hi = _mm512_mask_add_epi8(hi, _mm512_test_epi8_mask(h, _mm512_add_epi8(bit_lo, bit_lo)),
+                                    hi, sixteen);
+        }
+        s[2 * c] = _mm512_dpbusd_epi32(s[2 * c], lo, _mm512_set1_epi32(xw[16 * c + k]));
+        s[2 * c + 1] = _mm512_dpbusd_epi32(s[2 * c + 1], hi, _mm512_set1_epi32(xw[16 * c + 8 + k]));
       }
+    }
     // k4_scale_words per lane: scales and mins of sub-blocks 0..3 and 4..7, a byte each
     const auto* packed = reinterpret_cast<const __m512i*>(p + k_q4_K_tile_scales_at);
     const __m512i w0 = _mm512_loadu_si512(packed), w1 = _mm512_loadu_si512(packed + 1),
