@@ -317,8 +317,8 @@ bool reads_k_tiles(const weight& w) noexcept {
 /// mul_mat of a weight-only quantised type (detail/matmul_quant.hpp): x rounded to the
 /// type's 8-bit blocks, then integer dot products; the rows split over the threads as
 /// the streaming product splits them, by weight bytes below k_gemm_min_tokens. One
-/// token of a q4_K, q5_K or q6_K weight with tiles reads the tiles (the rows past the last whole
-/// tile: dot), with the same values.
+/// token of a q4_K, q5_K or q6_K weight with tiles reads the tiles (the rows past the
+/// last whole tile: dot), with the same values.
 template <simd::isa_tag Isa>
 void quant_mul_mat(const weight& w, const float* x, std::size_t x_stride, std::size_t n_tok,
                    float* y, std::size_t y_stride, int nt, matmul_workspace& ws) {

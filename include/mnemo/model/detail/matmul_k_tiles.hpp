@@ -97,10 +97,9 @@ struct k_tile_decode<simd::avx512> {
   /// acc (lane r: row r) takes one q4_K or q5_K super-block of the tile at p against x
   /// block a: + (d da) isum, then - (dmin da) msum.
   template <class E>
-  requires(std::is_same_v<E, dtype::block_q4_K> ||
-           std::is_same_v<E, dtype::block_q5_K>) static MNEMO_INLINE
-      void block_(const unsigned char* p, const dtype::block_q8_K& a, __m512& acc,
-                  dtype::type_tag<E>) noexcept {
+  static MNEMO_INLINE void block_(const unsigned char* p, const dtype::block_q8_K& a, __m512& acc,
+                                  dtype::type_tag<E>) noexcept {
+    static_assert(std::is_same_v<E, dtype::block_q4_K> || std::is_same_v<E, dtype::block_q5_K>);
     constexpr bool fifth_bit = std::is_same_v<E, dtype::block_q5_K>;
     const __m512i nib = _mm512_set1_epi8(0x0f), sixteen = _mm512_set1_epi8(16);
     const auto* xw = reinterpret_cast<const std::int32_t*>(a.qs);
