@@ -71,7 +71,7 @@ weight_bytes make_weight_bytes(std::size_t bytes) {
 }
 
 /// Weights of type E and their storage: random rows, or copies of another weight's bytes
-/// at other addresses (only the DRAM traffic matters); attach_tiles (q4_0, q4_K, q5_K, q6_K): every
+/// at other addresses (only the DRAM traffic matters); attach_tiles (q4_0, k-quants): every
 /// weight with its tiles, as models load them (weight_tiles.hpp: one reserved buffer).
 template <class E>
 struct weight_store {
@@ -366,11 +366,17 @@ BENCHMARK_TEMPLATE(BM_product, dtype::block_q5_K)
 BENCHMARK_TEMPLATE(BM_product, dtype::block_q6_K)
     ->Apply(decode_one_token_args)
     ->Name("decode/q6_K");
-// What models run for one token: the tiles of q4_0, q4_K, q5_K and q6_K weights (only
+// What models run for one token: the tiles of q4_0 and k-quant weights (only
 // one-token products read them).
 BENCHMARK_TEMPLATE(BM_product, dtype::block_q4_0, true)
     ->Apply(decode_one_token_args)
     ->Name("decode/q4_0_tiles");
+BENCHMARK_TEMPLATE(BM_product, dtype::block_q2_K, true)
+    ->Apply(decode_one_token_args)
+    ->Name("decode/q2_K_tiles");
+BENCHMARK_TEMPLATE(BM_product, dtype::block_q3_K, true)
+    ->Apply(decode_one_token_args)
+    ->Name("decode/q3_K_tiles");
 BENCHMARK_TEMPLATE(BM_product, dtype::block_q4_K, true)
     ->Apply(decode_one_token_args)
     ->Name("decode/q4_K_tiles");
@@ -415,6 +421,12 @@ BENCHMARK_TEMPLATE(BM_in_cache, dtype::block_q6_K)
     ->Unit(benchmark::kMicrosecond);
 BENCHMARK_TEMPLATE(BM_in_cache, dtype::block_q4_0, true)
     ->Name("in_cache/q4_0_tiles")
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_TEMPLATE(BM_in_cache, dtype::block_q2_K, true)
+    ->Name("in_cache/q2_K_tiles")
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_TEMPLATE(BM_in_cache, dtype::block_q3_K, true)
+    ->Name("in_cache/q3_K_tiles")
     ->Unit(benchmark::kMicrosecond);
 BENCHMARK_TEMPLATE(BM_in_cache, dtype::block_q4_K, true)
     ->Name("in_cache/q4_K_tiles")

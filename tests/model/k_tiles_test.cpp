@@ -1,8 +1,8 @@
-// k-quant tiles (model/q4_K_tiles.hpp, q5_K_tiles.hpp, q6_K_tiles.hpp), typed over q4_K,
-// q5_K and q6_K: the interleaved layout byte for byte against its documented formula, the
-// store giving the weights their tiles, and the one-token product on the tiles (the
-// AVX-512 VNNI kernel) against the scalar product on the rows, bit for bit: the same
-// integer sums and the same f32 steps, whatever the thread split.
+// k-quant tiles (model/q2_K_tiles.hpp .. q6_K_tiles.hpp), typed over q2_K .. q6_K: the
+// interleaved layout byte for byte against its documented formula, the store giving the
+// weights their tiles, and the one-token product on the tiles (the AVX-512 VNNI kernel)
+// against the scalar product on the rows, bit for bit: the same integer sums and the
+// same f32 steps, whatever the thread split.
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -36,11 +36,20 @@ struct field {
   bool lanes;
 };
 
-/// The documented layouts (q4_K_tiles.hpp, q5_K_tiles.hpp, q6_K_tiles.hpp), written out
-/// again.
+/// The documented layouts (q2_K_tiles.hpp .. q6_K_tiles.hpp), written out again.
 template <class E>
 std::vector<field> layout() {
-  if constexpr (std::is_same_v<E, dt::block_q4_K>)
+  if constexpr (std::is_same_v<E, dt::block_q2_K>)
+    return {{"d", 0, 80, 2, false},
+            {"dmin", 32, 82, 2, false},
+            {"scales", 64, 0, 16, true},
+            {"qs", 320, 16, 64, true}};
+  else if constexpr (std::is_same_v<E, dt::block_q3_K>)
+    return {{"d", 0, 108, 2, false},
+            {"scales", 32, 96, 12, true},
+            {"hmask", 224, 0, 32, true},
+            {"qs", 736, 32, 64, true}};
+  else if constexpr (std::is_same_v<E, dt::block_q4_K>)
     return {{"d", 0, 0, 2, false},
             {"dmin", 32, 2, 2, false},
             {"scales", 64, 4, 12, true},
@@ -58,8 +67,9 @@ std::vector<field> layout() {
             {"qh", 2336, 128, 64, true}};
 }
 
-/// n_out random rows of n_in values of E: random code and scale bytes, finite f16 d (and
-/// dmin) of the size a quantiser gives.
+/// n_out random rows of n_in values of E: random code and scale bytes (every code and
+/// scale pattern, q3_K's hmask bits included), finite f16 d (and dmin) of the size a
+/// quantiser gives.
 template <class E>
 struct random_rows {
   std::vector<E> blocks;
@@ -85,7 +95,8 @@ struct random_rows {
 
 template <class E>
 class KTiles : public ::testing::Test {};
-using tiled_types = ::testing::Types<dt::block_q4_K, dt::block_q5_K, dt::block_q6_K>;
+using tiled_types = ::testing::Types<dt::block_q2_K, dt::block_q3_K, dt::block_q4_K, dt::block_q5_K,
+                                     dt::block_q6_K>;
 struct type_names {
   template <class E>
   static std::string GetName(int) {
@@ -108,7 +119,11 @@ TYPED_TEST(KTiles, InterleaveMatchesTheDocumentedLayout) {
       ASSERT_EQ(md::tiles_bytes(w), n_tiles * 16 * w.row_bytes);
       std::vector<std::byte> tiles(md::tiles_bytes(w) + 1, std::byte{0x5a});
       ASSERT_TRUE(md::has_tile_layout(w.type));
-      if constexpr (std::is_same_v<E, dt::block_q4_K>)
+      if constexpr (std::is_same_v<E, dt::block_q2_K>)
+        md::interleave_q2_K(w, tiles.data());
+      else if constexpr (std::is_same_v<E, dt::block_q3_K>)
+        md::interleave_q3_K(w, tiles.data());
+      else if constexpr (std::is_same_v<E, dt::block_q4_K>)
         md::interleave_q4_K(w, tiles.data());
       else if constexpr (std::is_same_v<E, dt::block_q5_K>)
         md::interleave_q5_K(w, tiles.data());

@@ -308,16 +308,14 @@ void stream_products(std::span<const product_out> products, const product_input&
 template <simd::isa_tag Isa>
 bool reads_k_tiles(const weight& w) noexcept {
   if constexpr (has_k_tile_decode<Isa>)
-    return (w.type == dtype::element_type::q4_K || w.type == dtype::element_type::q5_K ||
-            w.type == dtype::element_type::q6_K) &&
-           w.tiles != nullptr && simd::detail::cpu().avx512_int8;
+    return is_k_tiled(w.type) && w.tiles != nullptr && simd::detail::cpu().avx512_int8;
   return false;
 }
 
 /// mul_mat of a weight-only quantised type (detail/matmul_quant.hpp): x rounded to the
 /// type's 8-bit blocks, then integer dot products; the rows split over the threads as
 /// the streaming product splits them, by weight bytes below k_gemm_min_tokens. One
-/// token of a q4_K, q5_K or q6_K weight with tiles reads the tiles (the rows past the
+/// token of a k-quant weight with tiles reads the tiles (the rows past the
 /// last whole tile: dot), with the same values.
 template <simd::isa_tag Isa>
 void quant_mul_mat(const weight& w, const float* x, std::size_t x_stride, std::size_t n_tok,

@@ -27,7 +27,7 @@ struct weight {
   std::size_t row_bytes = 0;
   const std::byte* data = nullptr;
   std::string_view name;
-  /// q4_0, q4_K, q5_K and q6_K only, or null: the whole tiles of k_tile_rows rows again in the
+  /// q4_0 and the k-quants only, or null: the whole tiles of k_tile_rows rows again in the
   /// layout the one-token product reads on CPUs with AVX-512 VNNI and VBMI
   /// (model/weight_tiles.hpp).
   const std::byte* tiles = nullptr;

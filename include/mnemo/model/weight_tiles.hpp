@@ -1,6 +1,6 @@
 // weight_tiles: the store of a model's weights held a second time as tiles of 16 rows,
 // the layouts the one-token products read on CPUs with AVX-512 VNNI and VBMI: q4_0
-// (q4_0_tiles.hpp), q4_K, q5_K and q6_K (q4_K_tiles.hpp, q5_K_tiles.hpp, q6_K_tiles.hpp).
+// (q4_0_tiles.hpp) and the k-quants (q2_K_tiles.hpp .. q6_K_tiles.hpp).
 // It copies a weight's whole tiles (the last n_out % 16 rows stay rows only) and points
 // weight::tiles at them; the other products and get_row keep reading the rows. So a
 // model's weights of these types take their bytes twice in memory: the rows in the
@@ -17,6 +17,8 @@
 #include "mnemo/base/aligned_buffer.hpp"
 #include "mnemo/dtype/element_type.hpp"
 #include "mnemo/gguf/tensor.hpp"
+#include "mnemo/model/q2_K_tiles.hpp"
+#include "mnemo/model/q3_K_tiles.hpp"
 #include "mnemo/model/q4_0_tiles.hpp"
 #include "mnemo/model/q4_K_tiles.hpp"
 #include "mnemo/model/q5_K_tiles.hpp"
@@ -31,8 +33,9 @@ static_assert(k_q4_0_tile_rows == k_tile_rows);
 
 /// Whether weights of type t have a tile layout.
 constexpr bool has_tile_layout(dtype::element_type t) noexcept {
-  return t == dtype::element_type::q4_0 || t == dtype::element_type::q4_K ||
-         t == dtype::element_type::q5_K || t == dtype::element_type::q6_K;
+  using dtype::element_type;
+  return t == element_type::q4_0 || t == element_type::q2_K || t == element_type::q3_K ||
+         t == element_type::q4_K || t == element_type::q5_K || t == element_type::q6_K;
 }
 
 /// Bytes of w's whole tiles (n_out / 16 of them; 0 for fewer than 16 rows or a type
@@ -51,7 +54,7 @@ inline std::size_t tiles_bound(std::span<const gguf::tensor> tensors) noexcept {
   return n;  // the file holds these bytes as rows, so the sum cannot overflow
 }
 
-/// Owns the tiles of a model's q4_0, q4_K, q5_K and q6_K weights.
+/// Owns the tiles of a model's q4_0 and k-quant weights.
 class weight_tiles {
  public:
   /// Whether one-token products at simd::native, the ISA models run at by default, read
@@ -78,22 +81,22 @@ class weight_tiles {
   /// For a weight of a tiled type with 16 rows or more (and, unless `always`, where used()):
   /// copies its whole tiles into memory this store owns and points w.tiles at them.
   /// Otherwise, and when the memory cannot be allocated (the products then read the
-  /// rows: q4_0 with the same values up to the order of the f32 sums, q4_K, q5_K and q6_K
-  /// with the same values), w is left as it is.
+  /// rows: q4_0 with the same values up to the order of the f32 sums, the k-quants with
+  /// the same values), w is left as it is.
   void attach(weight& w, bool always = false) {
     if (!has_tile_layout(w.type) || !(always || used())) return;
     const std::size_t n = tiles_bytes(w);
     if (n == 0) return;
     std::byte* out = take(n);
     if (out == nullptr) return;
-    if (w.type == dtype::element_type::q4_0)
-      interleave_q4_0(w, out);
-    else if (w.type == dtype::element_type::q4_K)
-      interleave_q4_K(w, out);
-    else if (w.type == dtype::element_type::q5_K)
-      interleave_q5_K(w, out);
-    else
-      interleave_q6_K(w, out);
+    switch (w.type) {
+      case dtype::element_type::q4_0: interleave_q4_0(w, out); break;
+      case dtype::element_type::q2_K: interleave_q2_K(w, out); break;
+      case dtype::element_type::q3_K: interleave_q3_K(w, out); break;
+      case dtype::element_type::q4_K: interleave_q4_K(w, out); break;
+      case dtype::element_type::q5_K: interleave_q5_K(w, out); break;
+      default: interleave_q6_K(w, out); break;
+    }
     w.tiles = out;
     bytes_ += n;
   }

@@ -1,0 +1,53 @@
+// q3_K weights again as tiles of 16 rows, the layout the one-token product reads on CPUs
+// with AVX-512 VNNI and VBMI (model/detail/matmul_k_tiles.hpp):
+//
+//   tile t (rows 16 t .. 16 t + 15), super-block b (values 256 b .. 256 b + 255), 1760 bytes:
+//     [32]   the 16 rows' f16 d
+//     [192]  3 vectors of 64 bytes; bytes 4 r .. 4 r + 3 of vector k are bytes
+//            4 k .. 4 k + 3 of row r's 12 packed scale bytes
+//     [512]  8 vectors; bytes 4 r .. 4 r + 3 of vector j are hmask bytes 4 j .. 4 j + 3
+//     [1024] 16 vectors; bytes 4 r .. 4 r + 3 of vector v are qs bytes 4 v .. 4 v + 3
+//
+// So a 32-bit lane holds one row throughout: qs vector 8 h + j and hmask vector j hold,
+// in bits 2 k, 2 k + 1 and bit 4 h + k of their bytes, the codes of values
+// 128 h + 32 k + 4 j .. + 3, 4 consecutive values of one group of 16. The same bytes as
+// the rows (110 per super-block and row), only moved; weight_tiles (weight_tiles.hpp)
+// holds them.
+#pragma once
+
+#include <cstddef>
+#include <cstring>
+
+#include "mnemo/dtype/weight_blocks.hpp"
+#include "mnemo/model/weight.hpp"
+
+namespace mnemo::model {
+
+inline constexpr std::size_t k_q3_K_tile_scales_at = 2 * k_tile_rows;
+inline constexpr std::size_t k_q3_K_tile_hmask_at = k_q3_K_tile_scales_at + 3 * 64;
+inline constexpr std::size_t k_q3_K_tile_codes_at = k_q3_K_tile_hmask_at + 8 * 64;
+inline constexpr std::size_t k_q3_K_tile_block_bytes = k_tile_rows * sizeof(dtype::block_q3_K);
+static_assert(sizeof(dtype::block_q3_K) == 110 && k_q3_K_tile_block_bytes == 1760 &&
+              k_q3_K_tile_codes_at + 16 * 64 == k_q3_K_tile_block_bytes);
+
+/// Copies the whole tiles of q3_K weight w into out (n_out / 16 * 16 rows' bytes).
+inline void interleave_q3_K(const weight& w, std::byte* out) noexcept {
+  const std::size_t n_blocks = w.n_in / 256, n_tiles = w.n_out / k_tile_rows;
+  for (std::size_t t = 0; t < n_tiles; ++t)
+    for (std::size_t b = 0; b < n_blocks; ++b) {
+      std::byte* o = out + (t * n_blocks + b) * k_q3_K_tile_block_bytes;
+      for (std::size_t r = 0; r < k_tile_rows; ++r) {
+        dtype::block_q3_K blk;
+        std::memcpy(&blk, w.row(t * k_tile_rows + r) + b * sizeof blk, sizeof blk);
+        std::memcpy(o + 2 * r, &blk.d, 2);
+        for (std::size_t k = 0; k < 3; ++k)
+          std::memcpy(o + k_q3_K_tile_scales_at + 64 * k + 4 * r, blk.scales + 4 * k, 4);
+        for (std::size_t j = 0; j < 8; ++j)
+          std::memcpy(o + k_q3_K_tile_hmask_at + 64 * j + 4 * r, blk.hmask + 4 * j, 4);
+        for (std::size_t v = 0; v < 16; ++v)
+          std::memcpy(o + k_q3_K_tile_codes_at + 64 * v + 4 * r, blk.qs + 4 * v, 4);
+      }
+    }
+}
+
+}  // namespace mnemo::model
