@@ -88,14 +88,16 @@ struct k_tile_decode<simd::avx512> {
     return _mm512_add_epi32(acc, _mm512_mullo_epi32(s[3], byte_<3, Signed>(scales)));
   }
 
+  /// The 16-bit pair (lo, hi) broadcast to every 32-bit lane.
+  static MNEMO_INLINE __m512i pair_(int lo, int hi) noexcept {
+    return _mm512_set1_epi32(
+        static_cast<int>(static_cast<std::uint16_t>(lo) | static_cast<std::uint32_t>(hi) << 16));
+  }
+
   /// sum_i byte i of each lane of v times x_i, zero- or sign-extended bytes: two 16-bit
   /// pairs (bytes 0 and 2, then 1 and 3) against x broadcast as pairs.
   template <bool Signed>
   static MNEMO_INLINE __m512i bytes_dot_(__m512i v, int x0, int x1, int x2, int x3) noexcept {
-    const auto pair = [](int lo, int hi) {
-      return _mm512_set1_epi32(
-          static_cast<int>(static_cast<std::uint16_t>(lo) | static_cast<std::uint32_t>(hi) << 16));
-    };
     __m512i even, odd;
     if constexpr (Signed) {
       even = _mm512_srai_epi16(_mm512_slli_epi16(v, 8), 8);
@@ -104,8 +106,8 @@ struct k_tile_decode<simd::avx512> {
       even = _mm512_and_si512(v, _mm512_set1_epi32(0x00ff00ff));
       odd = _mm512_srli_epi16(v, 8);
     }
-    return _mm512_add_epi32(_mm512_madd_epi16(even, pair(x0, x2)),
-                            _mm512_madd_epi16(odd, pair(x1, x3)));
+    return _mm512_add_epi32(_mm512_madd_epi16(even, pair_(x0, x2)),
+                            _mm512_madd_epi16(odd, pair_(x1, x3)));
   }
 
   /// acc (lane r: row r) += or -= (d da) isum, as combine_k does for one row, d the 16
