@@ -5,11 +5,11 @@
 // sliding-window layers. The forward pass follows llama.cpp's graphs
 // (docs/model.md).
 //
-// It owns its gguf::file (weights are views into the mapping; q4_0, q4_K and q6_K ones
-// also have tiles, weight_tiles.hpp) and is written against memory::kv_memory only: it writes each
-// layer's K/V of the applied micro-batch and attends the views the memory gives, so it runs on a
-// full cache, split streams, or the interleaved composite of window and global layers
-// (decoder_memory.hpp).
+// It owns its gguf::file (weights are views into the mapping; q4_0 and k-quant ones
+// also have tiles, weight_tiles.hpp) and is written against memory::kv_memory only: it
+// writes each layer's K/V of the applied micro-batch and attends the views the memory
+// gives, so it runs on a full cache, split streams, or the interleaved composite of
+// window and global layers (decoder_memory.hpp).
 //
 //   MNEMO_ASSIGN_OR_RETURN(auto m, model::qwen2_model::open("qwen2.gguf"));
 //   MNEMO_ASSIGN_OR_RETURN(auto ws, m.make_workspace(512));
@@ -83,7 +83,7 @@ class attention_decoder : public decoder_memory<attention_decoder> {
   std::uint32_t n_layer() const noexcept { return hp_.n_layer; }
   bool tied_output() const noexcept { return head_.tied; }
   const gguf::file& file() const noexcept { return *file_; }
-  /// Bytes of the q4_0, q4_K and q6_K weights' tiles held besides the mapping
+  /// Bytes of the q4_0 and k-quant weights' tiles held besides the mapping
   /// (weight_tiles.hpp).
   std::size_t tile_bytes() const noexcept { return tiles_.bytes(); }
 
@@ -273,7 +273,7 @@ class attention_decoder : public decoder_memory<attention_decoder> {
 
   const decoder_recipe* rc_ = nullptr;
   std::optional<gguf::file> file_;  // optional only because gguf::file has no empty state
-  weight_tiles tiles_;              // the q4_0, q4_K and q6_K weights' tiles (weight_tiles.hpp)
+  weight_tiles tiles_;              // the q4_0 and k-quant weights' tiles (weight_tiles.hpp)
   decoder_hparams hp_;
   decoder_dims dims_;
   output_head head_;

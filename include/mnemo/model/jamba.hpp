@@ -84,7 +84,7 @@ class jamba_model {
   std::uint32_t n_embd() const noexcept { return hp_.n_embd; }
   std::uint32_t n_layer() const noexcept { return hp_.n_layer; }
   const gguf::file& file() const noexcept { return *file_; }
-  /// Bytes of the q4_0, q4_K and q6_K weights' tiles held besides the mapping
+  /// Bytes of the q4_0 and k-quant weights' tiles held besides the mapping
   /// (weight_tiles.hpp).
   std::size_t tile_bytes() const noexcept { return tiles_.bytes(); }
 
@@ -230,7 +230,7 @@ class jamba_model {
   }
 
   std::optional<gguf::file> file_;
-  weight_tiles tiles_;  // the q4_0, q4_K and q6_K weights' tiles (weight_tiles.hpp)
+  weight_tiles tiles_;  // the q4_0 and k-quant weights' tiles (weight_tiles.hpp)
   jamba_hparams hp_;
   output_head head_;
   std::vector<jamba_layer> layers_;

@@ -74,7 +74,7 @@ class mamba_model {
   std::uint32_t n_layer() const noexcept { return hp_.n_layer; }
   bool tied_output() const noexcept { return head_.tied; }
   const gguf::file& file() const noexcept { return *file_; }
-  /// Bytes of the q4_0, q4_K and q6_K weights' tiles held besides the mapping
+  /// Bytes of the q4_0 and k-quant weights' tiles held besides the mapping
   /// (weight_tiles.hpp).
   std::size_t tile_bytes() const noexcept { return tiles_.bytes(); }
 
@@ -161,7 +161,7 @@ class mamba_model {
   }
 
   std::optional<gguf::file> file_;  // optional only because gguf::file has no empty state
-  weight_tiles tiles_;              // the q4_0, q4_K and q6_K weights' tiles (weight_tiles.hpp)
+  weight_tiles tiles_;              // the q4_0 and k-quant weights' tiles (weight_tiles.hpp)
   mamba_hparams hp_;
   output_head head_;
   std::vector<std::vector<float>> attn_norm_;  // [n_layer][n_embd]
