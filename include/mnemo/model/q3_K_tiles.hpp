@@ -19,6 +19,7 @@
 #include <cstring>
 
 #include "mnemo/dtype/weight_blocks.hpp"
+#include "mnemo/model/tile_layout.hpp"
 #include "mnemo/model/weight.hpp"
 
 namespace mnemo::model {
@@ -32,22 +33,13 @@ static_assert(sizeof(dtype::block_q3_K) == 110 && k_q3_K_tile_block_bytes == 176
 
 /// Copies the whole tiles of q3_K weight w into out (n_out / 16 * 16 rows' bytes).
 inline void interleave_q3_K(const weight& w, std::byte* out) noexcept {
-  const std::size_t n_blocks = w.n_in / 256, n_tiles = w.n_out / k_tile_rows;
-  for (std::size_t t = 0; t < n_tiles; ++t)
-    for (std::size_t b = 0; b < n_blocks; ++b) {
-      std::byte* o = out + (t * n_blocks + b) * k_q3_K_tile_block_bytes;
-      for (std::size_t r = 0; r < k_tile_rows; ++r) {
-        dtype::block_q3_K blk;
-        std::memcpy(&blk, w.row(t * k_tile_rows + r) + b * sizeof blk, sizeof blk);
-        std::memcpy(o + 2 * r, &blk.d, 2);
-        for (std::size_t k = 0; k < 3; ++k)
-          std::memcpy(o + k_q3_K_tile_scales_at + 64 * k + 4 * r, blk.scales + 4 * k, 4);
-        for (std::size_t j = 0; j < 8; ++j)
-          std::memcpy(o + k_q3_K_tile_hmask_at + 64 * j + 4 * r, blk.hmask + 4 * j, 4);
-        for (std::size_t v = 0; v < 16; ++v)
-          std::memcpy(o + k_q3_K_tile_codes_at + 64 * v + 4 * r, blk.qs + 4 * v, 4);
-      }
-    }
+  const auto place = [](const dtype::block_q3_K& b, std::size_t r, std::byte* o) {
+    std::memcpy(o + 2 * r, &b.d, 2);
+    to_lanes(o + k_q3_K_tile_scales_at, r, b.scales, sizeof b.scales);
+    to_lanes(o + k_q3_K_tile_hmask_at, r, b.hmask, sizeof b.hmask);
+    to_lanes(o + k_q3_K_tile_codes_at, r, b.qs, sizeof b.qs);
+  };
+  interleave_tiles<dtype::block_q3_K>(w, out, place);
 }
 
 }  // namespace mnemo::model

@@ -14,6 +14,7 @@
 #include <cstring>
 
 #include "mnemo/dtype/types.hpp"
+#include "mnemo/model/tile_layout.hpp"
 #include "mnemo/model/weight.hpp"
 
 namespace mnemo::model {
@@ -25,17 +26,11 @@ static_assert(sizeof(dtype::block_q4_0) == 18 && k_q4_0_tile_block_bytes == 288)
 
 /// Copies the whole tiles of q4_0 weight w into out (n_out / 16 * 16 rows' bytes).
 inline void interleave_q4_0(const weight& w, std::byte* out) noexcept {
-  const std::size_t n_blocks = w.n_in / 32, n_tiles = w.n_out / k_q4_0_tile_rows;
-  for (std::size_t t = 0; t < n_tiles; ++t)
-    for (std::size_t b = 0; b < n_blocks; ++b) {
-      std::byte* o = out + (t * n_blocks + b) * k_q4_0_tile_block_bytes;
-      for (std::size_t r = 0; r < k_q4_0_tile_rows; ++r) {
-        const std::byte* block = w.row(t * k_q4_0_tile_rows + r) + b * sizeof(dtype::block_q4_0);
-        std::memcpy(o + 2 * r, block, 2);  // the f16 scale
-        for (std::size_t j = 0; j < 4; ++j)
-          std::memcpy(o + k_q4_0_tile_scale_bytes + 64 * j + 4 * r, block + 2 + 4 * j, 4);
-      }
-    }
+  const auto place = [](const dtype::block_q4_0& b, std::size_t r, std::byte* o) {
+    std::memcpy(o + 2 * r, &b.d, 2);  // the f16 scale
+    to_lanes(o + k_q4_0_tile_scale_bytes, r, b.qs, sizeof b.qs);
+  };
+  interleave_tiles<dtype::block_q4_0>(w, out, place);
 }
 
 }  // namespace mnemo::model

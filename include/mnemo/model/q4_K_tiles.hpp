@@ -19,6 +19,7 @@
 #include <cstring>
 
 #include "mnemo/dtype/weight_blocks.hpp"
+#include "mnemo/model/tile_layout.hpp"
 #include "mnemo/model/weight.hpp"
 
 namespace mnemo::model {
@@ -30,23 +31,22 @@ inline constexpr std::size_t k_q4_K_tile_block_bytes = k_tile_rows * sizeof(dtyp
 static_assert(sizeof(dtype::block_q4_K) == 144 && k_q4_K_tile_block_bytes == 2304 &&
               k_q4_K_tile_codes_at + 32 * 64 == k_q4_K_tile_block_bytes);
 
+/// Row r's d, dmin and packed scales of a q4_K or q5_K block, at the tile block o (the
+/// head both layouts share).
+template <class Block>
+void place_k4_head(const Block& b, std::size_t r, std::byte* o) noexcept {
+  std::memcpy(o + 2 * r, &b.d, 2);
+  std::memcpy(o + k_q4_K_tile_d_bytes + 2 * r, &b.dmin, 2);
+  to_lanes(o + k_q4_K_tile_scales_at, r, b.scales, sizeof b.scales);
+}
+
 /// Copies the whole tiles of q4_K weight w into out (n_out / 16 * 16 rows' bytes).
 inline void interleave_q4_K(const weight& w, std::byte* out) noexcept {
-  const std::size_t n_blocks = w.n_in / 256, n_tiles = w.n_out / k_tile_rows;
-  for (std::size_t t = 0; t < n_tiles; ++t)
-    for (std::size_t b = 0; b < n_blocks; ++b) {
-      std::byte* o = out + (t * n_blocks + b) * k_q4_K_tile_block_bytes;
-      for (std::size_t r = 0; r < k_tile_rows; ++r) {
-        dtype::block_q4_K blk;
-        std::memcpy(&blk, w.row(t * k_tile_rows + r) + b * sizeof blk, sizeof blk);
-        std::memcpy(o + 2 * r, &blk.d, 2);
-        std::memcpy(o + k_q4_K_tile_d_bytes + 2 * r, &blk.dmin, 2);
-        for (std::size_t k = 0; k < 3; ++k)
-          std::memcpy(o + k_q4_K_tile_scales_at + 64 * k + 4 * r, blk.scales + 4 * k, 4);
-        for (std::size_t v = 0; v < 32; ++v)
-          std::memcpy(o + k_q4_K_tile_codes_at + 64 * v + 4 * r, blk.qs + 4 * v, 4);
-      }
-    }
+  const auto place = [](const dtype::block_q4_K& b, std::size_t r, std::byte* o) {
+    place_k4_head(b, r, o);
+    to_lanes(o + k_q4_K_tile_codes_at, r, b.qs, sizeof b.qs);
+  };
+  interleave_tiles<dtype::block_q4_K>(w, out, place);
 }
 
 }  // namespace mnemo::model
