@@ -19,7 +19,7 @@
 
 namespace mnemo::model {
 
-inline constexpr std::size_t k_q4_0_tile_rows = 16;
+inline constexpr std::size_t k_q4_0_tile_rows = k_tile_rows;
 inline constexpr std::size_t k_q4_0_tile_scale_bytes = k_q4_0_tile_rows * 2;
 inline constexpr std::size_t k_q4_0_tile_block_bytes = k_q4_0_tile_rows * sizeof(dtype::block_q4_0);
 static_assert(sizeof(dtype::block_q4_0) == 18 && k_q4_0_tile_block_bytes == 288);

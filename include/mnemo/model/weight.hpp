@@ -18,6 +18,13 @@ namespace mnemo::model {
 /// Rows per tile of the layouts weight::tiles points at (model/weight_tiles.hpp).
 inline constexpr std::size_t k_tile_rows = 16;
 
+/// Whether t is a k-quant with a tile layout (q2_K .. q6_K; q4_0 has one too).
+constexpr bool is_k_tiled(dtype::element_type t) noexcept {
+  using dtype::element_type;
+  return t == element_type::q2_K || t == element_type::q3_K || t == element_type::q4_K ||
+         t == element_type::q5_K || t == element_type::q6_K;
+}
+
 struct weight {
   dtype::element_type type = dtype::element_type::f32;
   /// Values per row (the input width) and rows (the output width).

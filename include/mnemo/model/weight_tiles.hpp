@@ -29,13 +29,9 @@
 
 namespace mnemo::model {
 
-static_assert(k_q4_0_tile_rows == k_tile_rows);
-
 /// Whether weights of type t have a tile layout.
 constexpr bool has_tile_layout(dtype::element_type t) noexcept {
-  using dtype::element_type;
-  return t == element_type::q4_0 || t == element_type::q2_K || t == element_type::q3_K ||
-         t == element_type::q4_K || t == element_type::q5_K || t == element_type::q6_K;
+  return t == dtype::element_type::q4_0 || is_k_tiled(t);
 }
 
 /// Bytes of w's whole tiles (n_out / 16 of them; 0 for fewer than 16 rows or a type

@@ -46,13 +46,6 @@ inline constexpr bool has_k_tiles =
     std::is_same_v<E, dtype::block_q4_K> || std::is_same_v<E, dtype::block_q5_K> ||
     std::is_same_v<E, dtype::block_q6_K>;
 
-/// has_k_tiles of the block type t names.
-constexpr bool is_k_tiled(dtype::element_type t) noexcept {
-  using dtype::element_type;
-  return t == element_type::q2_K || t == element_type::q3_K || t == element_type::q4_K ||
-         t == element_type::q5_K || t == element_type::q6_K;
-}
-
 template <class Isa>
 struct k_tile_decode;
 
@@ -229,11 +222,12 @@ struct k_tile_decode<simd::avx512> {
     }
   };
 
-  /// q2_K's codes (bits 2 k, 2 k + 1 of qs) and, with the high bits (bit 4 h + k of
-  /// hmask, plus 4 where set), q3_K's codes plus 4.
+  /// q2_K's codes (bits 2 k, 2 k + 1 of qs) and, with HighBit (bit 4 h + k of hmask,
+  /// plus 4 where set), q3_K's codes plus 4.
+  template <bool HighBit>
   struct q2_codes_ {
     const __m512i* qs;
-    const __m512i* hmask;  // q3_K only, else null
+    const __m512i* hmask;  // read with HighBit only
     MNEMO_INLINE void operator()(std::size_t h, std::size_t j, __m512i (&u)[4]) const noexcept {
       const __m512i m2 = _mm512_set1_epi8(3);
       const __m512i v = _mm512_loadu_si512(qs + 8 * h + j);
@@ -241,12 +235,13 @@ struct k_tile_decode<simd::avx512> {
       u[1] = _mm512_and_si512(_mm512_srli_epi16(v, 2), m2);
       u[2] = _mm512_and_si512(_mm512_srli_epi16(v, 4), m2);
       u[3] = _mm512_and_si512(_mm512_srli_epi16(v, 6), m2);
-      if (hmask == nullptr) return;
-      const __m512i hb = _mm512_loadu_si512(hmask + j), four = _mm512_set1_epi8(4);
-      for (std::size_t k = 0; k < 4; ++k)
-        u[k] = _mm512_mask_add_epi8(
-            u[k], _mm512_test_epi8_mask(hb, _mm512_set1_epi8(static_cast<char>(1u << (4 * h + k)))),
-            u[k], four);
+      if constexpr (HighBit) {
+        const __m512i hb = _mm512_loadu_si512(hmask + j), four = _mm512_set1_epi8(4);
+        for (std::size_t k = 0; k < 4; ++k) {
+          const __m512i bit = _mm512_set1_epi8(static_cast<char>(1u << (4 * h + k)));
+          u[k] = _mm512_mask_add_epi8(u[k], _mm512_test_epi8_mask(hb, bit), u[k], four);
+        }
+      }
     }
   };
 
@@ -268,8 +263,8 @@ struct k_tile_decode<simd::avx512> {
   static MNEMO_INLINE void block_(const unsigned char* p, const dtype::block_q8_K& a, __m512& acc,
                                   dtype::type_tag<dtype::block_q3_K>) noexcept {
     __m512i s[16];
-    group16_sums_(q2_codes_{reinterpret_cast<const __m512i*>(p + k_q3_K_tile_codes_at),
-                            reinterpret_cast<const __m512i*>(p + k_q3_K_tile_hmask_at)},
+    group16_sums_(q2_codes_<true>{reinterpret_cast<const __m512i*>(p + k_q3_K_tile_codes_at),
+                                  reinterpret_cast<const __m512i*>(p + k_q3_K_tile_hmask_at)},
                   a, s);
     const auto* packed = reinterpret_cast<const __m512i*>(p + k_q3_K_tile_scales_at);
     const __m512i w0 = _mm512_loadu_si512(packed), w1 = _mm512_loadu_si512(packed + 1),
@@ -299,8 +294,9 @@ struct k_tile_decode<simd::avx512> {
   static MNEMO_INLINE void block_(const unsigned char* p, const dtype::block_q8_K& a, __m512& acc,
                                   dtype::type_tag<dtype::block_q2_K>) noexcept {
     __m512i s[16];
-    group16_sums_(q2_codes_{reinterpret_cast<const __m512i*>(p + k_q2_K_tile_codes_at), nullptr}, a,
-                  s);
+    group16_sums_(
+        q2_codes_<false>{reinterpret_cast<const __m512i*>(p + k_q2_K_tile_codes_at), nullptr}, a,
+        s);
     const auto* scales = reinterpret_cast<const __m512i*>(p + k_q2_K_tile_scales_at);
     const __m512i low4 = _mm512_set1_epi32(0x0f0f0f0f);
     __m512i isum = _mm512_setzero_si512(), msum = _mm512_setzero_si512();
