@@ -1,11 +1,13 @@
 // model::mul_mat and get_row, typed over (ISA, storage type), against a double-precision
 // product of the DECODED weights (decoding is exact and tested bit-identical to
 // ggml's definitions in tests/dtype), with x rounded to q8_0 first for q8_0 and q4_0
-// weights (as ggml and mul_mat do). Covers both kernels (few tokens: streaming rows;
-// >= k_gemm_min_tokens: packed panels), odd output counts, input widths that cross the
-// panel k-blocking, row strides wider than the rows, and 1, 2 or 3 threads, which must
-// give bit-identical results (row and panel counts that do not split evenly); q4_0 also
-// with its tiles of 16 rows (q4_0_tiles.hpp), which the one-token 8-bit kernel reads.
+// weights (as ggml and mul_mat do). Covers the kernels (few tokens: streaming rows;
+// from k_gemm_min_tokens: token lanes where the ISA has them, then packed panels), odd
+// output counts, input widths that cross the panel k-blocking, row strides wider than
+// the rows, and 1, 2 or 3 threads, which must give bit-identical results (row and panel
+// counts that do not split evenly); q4_0 also with its tiles of 16 rows
+// (q4_0_tiles.hpp), which the one-token 8-bit kernel reads.
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -111,6 +113,15 @@ std::vector<float> as_multiplied(std::vector<float> x, std::size_t x_stride, std
   return x;
 }
 
+/// n_tok rows of x_stride uniform values in [-1, 1) from seed.
+std::vector<float> random_x(std::size_t n_tok, std::size_t x_stride, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<float> ud(-1.0f, 1.0f);
+  std::vector<float> x(n_tok * x_stride);
+  for (float& v : x) v = ud(rng);
+  return x;
+}
+
 /// `tiled`: the weight has its q4_0 tiles, which the one-token 8-bit kernel reads
 /// instead of the rows (AVX-512 with VNNI and VBMI; the other ISAs read the rows).
 template <class Isa, class E>
@@ -121,10 +132,7 @@ void check_product(std::size_t n_in, std::size_t n_out, std::size_t n_tok, bool 
     ASSERT_NE(tw.w.tiles, nullptr) << "n_out " << n_out << ": no tiles attached";
   }
   const std::size_t x_stride = n_in + 3, y_stride = n_out + 5;
-  std::mt19937_64 rng(seed + 1);
-  std::uniform_real_distribution<float> ud(-1.0f, 1.0f);
-  std::vector<float> x(n_tok * x_stride);
-  for (float& v : x) v = ud(rng);
+  const std::vector<float> x = random_x(n_tok, x_stride, seed + 1);
   const std::vector<float> x_used = as_multiplied<E>(x, x_stride, n_in);
   std::vector<float> y1(n_tok * y_stride, k_sentinel), y2(n_tok * y_stride, k_sentinel),
       y3(n_tok * y_stride, k_sentinel);
@@ -194,7 +202,8 @@ TYPED_TEST_P(ModelMatmul, CrossoverTokenCounts) {
   using E = typename TypeParam::elem;
   if (!runnable<Isa>()) GTEST_SKIP() << Isa::name << " is not available here";
   const std::size_t k = mnemo::model::k_gemm_min_tokens;
-  for (std::size_t n_tok : {k - 1, k, k + 5}) {
+  const std::size_t lanes = mnemo::model::detail::matmul_kernels<Isa>::k_lanes_max_tokens;
+  for (std::size_t n_tok : {k - 1, k, k + 5, std::max(lanes, k), std::max(lanes, k) + 1}) {
     check_product<Isa, E>(64, 97, n_tok);
     if (::testing::Test::HasFatalFailure()) return;
   }
@@ -351,6 +360,51 @@ TYPED_TEST_P(ModelMatmul, ManyProductsOfOneInputAreTheSingleProducts) {
   }
 }
 
+TYPED_TEST_P(ModelMatmul, TokenLanesAreThePackedProductBitForBit) {
+  using Isa = typename TypeParam::isa;
+  using E = typename TypeParam::elem;
+  using kernels = mnemo::model::detail::matmul_kernels<Isa>;
+  if (!runnable<Isa>()) GTEST_SKIP() << Isa::name << " is not available here";
+  // From k_gemm_min_tokens to k_lanes_max_tokens mul_mat runs the token-lane product
+  // (matmul_lanes.inl), which must give the packed product's floats (the same fma chain
+  // per output): mul_mat against gemm_panel called panel by panel on the same x. Widths
+  // across the lanes' 512-value slices and the panels' k blocks, token counts around
+  // the 16-token vectors and the blocks of k_nr tokens, row counts that leave every
+  // strip height (1-6 rows) and cross the 48-row items.
+  const std::size_t lo = mnemo::model::k_gemm_min_tokens;
+  const std::size_t hi = std::max(kernels::k_lanes_max_tokens, lo + 1);
+  constexpr bool block = dt::element_traits<E>::block_size > 1;
+  std::vector<float> scratch(kernels::gemm_scratch_floats + 16);
+  float* aligned =
+      scratch.data() + (16 - reinterpret_cast<std::uintptr_t>(scratch.data()) / 4 % 16) % 16;
+  for (std::size_t n_in :
+       {std::size_t{64}, std::size_t{608}, block ? std::size_t{1088} : std::size_t{1100}})
+    for (std::size_t n_out : {1, 2, 3, 4, 5, 7, 47, 100})
+      for (std::size_t n_tok : {lo, lo + 2, std::size_t{65}, hi - 1, hi}) {
+        const std::uint64_t seed = k_seed ^ (n_in * 31u + n_out * 7u + n_tok);
+        const test_weight<E> tw(n_in, n_out, seed);
+        const std::size_t x_stride = n_in + 5, y_stride = n_out + 3;
+        const std::vector<float> x = random_x(n_tok, x_stride, seed + 1);
+        const std::vector<float> x_used = as_multiplied<E>(x, x_stride, n_in);
+        std::vector<float> got(n_tok * y_stride, k_sentinel), want(n_tok * y_stride, k_sentinel);
+        for (int threads : {1, 3}) {
+          mnemo::model::matmul_workspace ws;
+          mnemo::model::mul_mat<Isa>(tw.w, x.data(), x_stride, n_tok, got.data(), y_stride, threads,
+                                     ws);
+          const auto* rows = reinterpret_cast<const unsigned char*>(tw.w.data);
+          for (std::size_t o0 = 0; o0 < n_out; o0 += kernels::k_nr)
+            kernels::template gemm_panel<E>(
+                rows + o0 * tw.w.row_bytes, tw.w.row_bytes, std::min(kernels::k_nr, n_out - o0),
+                n_in, x_used.data(), x_stride, n_tok, want.data() + o0, y_stride, aligned);
+          for (std::size_t i = 0; i < got.size(); ++i)
+            ASSERT_EQ(std::memcmp(&got[i], &want[i], sizeof(float)), 0)
+                << "seed " << seed << ", n_in " << n_in << ", n_out " << n_out << ", n_tok "
+                << n_tok << ", " << threads << " threads: first difference at y[" << i / y_stride
+                << "][" << i % y_stride << "]: " << got[i] << " vs " << want[i];
+        }
+      }
+}
+
 TYPED_TEST_P(ModelMatmul, EmptyProductsWriteNothing) {
   using Isa = typename TypeParam::isa;
   using E = typename TypeParam::elem;
@@ -387,7 +441,8 @@ TEST(ModelMatmulOrder, SpreadPanelVisitsEveryPanelOnceAndSpreadsTheFirstItems) {
 REGISTER_TYPED_TEST_SUITE_P(ModelMatmul, MatchesDoubleReference, CrossoverTokenCounts,
                             ManyProductsOfOneInputAreTheSingleProducts,
                             PrefetchTargetChangesNoValue, UnevenThreadSplits, GetRowIsTheDecodedRow,
-                            ReusedWorkspaceGivesTheSameResult, EmptyProductsWriteNothing);
+                            ReusedWorkspaceGivesTheSameResult,
+                            TokenLanesAreThePackedProductBitForBit, EmptyProductsWriteNothing);
 
 template <class Isa>
 using types_for = ::testing::Types<combo<Isa, float>, combo<Isa, dt::f16>, combo<Isa, dt::bf16>,

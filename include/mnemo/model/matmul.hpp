@@ -11,15 +11,17 @@
 // matrix-vector product, bound by the weight bytes); larger n_tok is prefill.
 // Preconditions are debug asserts: the model checks shapes when it loads.
 //
-// Three kernels (docs/products.md): for up to 5 tokens (f32 / f16 / bf16: 16), the weight
+// Four kernels (docs/products.md): for up to 5 tokens (f32 / f16 / bf16: 16), the weight
 // rows stream through dtype's dot or tiles decoded in registers (detail/matmul_gemv.inl);
 // from 6 tokens (f32 / f16 / bf16: 17) to
 // k_gemm_min_tokens - 1, strips of 4 weight rows are decoded once per call into L1 and
 // register tiles of 4 rows x 2-4 tokens run over them (detail/matmul_small_m.inl); from
-// k_gemm_min_tokens on, panels of
-// weight rows are decoded and transposed into the workspace and a register-tiled
-// micro-kernel runs over them (detail/matmul_gemm.inl). Both sum in f32 with fma, in
-// an ISA-dependent order; y does not depend on n_threads.
+// k_gemm_min_tokens to the ISA's k_lanes_max_tokens (AVX-512: 128), x is transposed once
+// and strips of 6 weight rows, decoded into L1, are broadcast against it
+// (detail/matmul_lanes.inl); beyond, panels of weight rows are decoded and transposed
+// into the workspace and the same register-tiled micro-kernel runs over them
+// (detail/matmul_gemm.inl; both give the same floats). All sum in f32 with fma, in an
+// ISA-dependent order; y does not depend on n_threads.
 //
 // For q8_0 and q4_0 weights, x is first rounded to q8_0 per block of 32 values, as ggml
 // does (its vec_dot_type), on every path and ISA: one token on a CPU with AVX-512 VNNI
@@ -57,8 +59,8 @@
 
 namespace mnemo::model {
 
-/// From this many tokens on, mul_mat packs weight panels and runs the register-tiled
-/// product; below, it streams weight rows (measured crossover, docs/products.md).
+/// From this many tokens on, mul_mat runs the register-tiled product (token lanes, then
+/// packed panels); below, it streams weight rows (measured crossover, docs/products.md).
 inline constexpr std::size_t k_gemm_min_tokens = 48;
 
 /// The streaming product uses at most one thread per this many weight bytes: waking a
@@ -312,6 +314,35 @@ bool reads_k_tiles(const weight& w) noexcept {
   return false;
 }
 
+/// The token-lane product (detail/matmul_lanes.inl) of n_tok tokens, when the ISA takes
+/// that count and the workspace can hold x^T: x transposed over the threads, then runs
+/// of rows handed out by ticket in spread_panel's order. False when it did not run.
+template <simd::isa_tag Isa, class E>
+bool lanes_product(const weight& w, const product_input& in, std::size_t n_tok, float* y,
+                   std::size_t y_stride, int nt, matmul_workspace& ws) {
+  using kernels = matmul_kernels<Isa>;
+  if (n_tok > kernels::k_lanes_max_tokens) return false;
+  const std::size_t per_thread = kernels::lanes_scratch_floats;
+  const std::size_t slices = static_cast<std::size_t>(nt) * per_thread;
+  if (!ws.reserve_floats(slices + kernels::lanes_x_floats(n_tok, w.n_in)).is_ok()) return false;
+  float* xt = ws.scratch.data() + slices;
+  constexpr std::size_t columns = 256;  // x^T columns per packing item
+  parallel_for((w.n_in + columns - 1) / columns, nt, [&](std::size_t i, int) {
+    kernels::pack_lanes_x(in.x, in.x_stride, n_tok, w.n_in, i * columns,
+                          std::min(w.n_in, (i + 1) * columns), xt);
+  });
+  constexpr std::size_t item_rows = 8 * kernels::k_mr;
+  const std::size_t n_items = (w.n_out + item_rows - 1) / item_rows;
+  const auto* base = reinterpret_cast<const unsigned char*>(w.data);
+  parallel_for(n_items, nt, [&](std::size_t item, int thread) {
+    const std::size_t r0 = spread_panel(item, n_items, static_cast<std::size_t>(nt)) * item_rows;
+    kernels::template gemm_lanes<E>(
+        base + r0 * w.row_bytes, w.row_bytes, std::min(item_rows, w.n_out - r0), w.n_in, xt, n_tok,
+        y + r0, y_stride, ws.scratch.data() + static_cast<std::size_t>(thread) * per_thread);
+  });
+  return true;
+}
+
 /// mul_mat of a weight-only quantised type (detail/matmul_quant.hpp): x rounded to the
 /// type's 8-bit blocks, then integer dot products; the rows split over the threads as
 /// the streaming product splits them, by weight bytes below k_gemm_min_tokens. One
@@ -390,6 +421,9 @@ void mul_mat(const weight& w, const float* x, std::size_t x_stride, std::size_t 
   dtype::visit(w.type, [&]<class E>(dtype::type_tag<E>) {
     const detail::product_input in =
         detail::prepare_input<Isa, E>(x, x_stride, n_tok, w.n_in, nt, ws);
+    if (n_tok >= k_gemm_min_tokens &&
+        detail::lanes_product<Isa, E>(w, in, n_tok, y, y_stride, nt, ws))
+      return;
     if (n_tok >= k_gemm_min_tokens && matmul_reserve<Isa>(ws, nt).is_ok()) {
       // Items: panels of k_nr outputs; with fewer panels than 2 per thread, also blocks
       // of tokens (each block packs the panel again, so only when threads would idle).

@@ -13,5 +13,6 @@ struct matmul_kernels<MNEMO_TARGET_ISA> {
 #include "mnemo/model/detail/matmul_gemv.inl"
 #include "mnemo/model/detail/matmul_small_m.inl"
 #include "mnemo/model/detail/matmul_gemm.inl"
+#include "mnemo/model/detail/matmul_lanes.inl"
   // clang-format on
 };
