@@ -58,8 +58,12 @@ struct expected_attention_bench : evict::expected_attention {
     n_head_kv = k_hkv;
     d_v = k_d;
     group = k_group;
-    rope.layout = attention::rope_layout::none;
+    rope.n_rot = k_d;  // queries turned back by a model's RoPE
   }
+};
+/// Every cell rescored twice as often as by default (the trade-off in docs/eviction.md).
+struct expected_attention_every256 : expected_attention_bench {
+  expected_attention_every256() { rescore_every = 256; }
 };
 struct q_hitter_bench : evict::q_hitter {
   q_hitter_bench() {
@@ -204,8 +208,10 @@ BENCHMARK(BM_decode_step<evict::keyformer>)->ArgName("B")->Arg(1024);
 // KeyDiff rescores the lane from its keys once per eviction (every evict_chunk = 16 steps).
 BENCHMARK(BM_decode_step<evict::key_diff>)->ArgName("B")->Arg(1024);
 BENCHMARK(BM_decode_step<q_hitter_bench>)->ArgName("B")->Arg(1024);
-// Expected Attention scores at prefill chunk ends: a decode step asks for nothing.
+// Expected Attention (RoPE, window 32): the decoded tokens scored 16 at a time, every
+// cell every rescore_every steps.
 BENCHMARK(BM_decode_step<expected_attention_bench>)->ArgName("B")->Arg(1024);
+BENCHMARK(BM_decode_step<expected_attention_every256>)->ArgName("B")->Arg(1024);
 
 constexpr auto k_head = memory::kv_granularity::per_kv_head;
 constexpr auto k_layer = memory::kv_granularity::per_layer;

@@ -162,6 +162,7 @@ void expected_attention_rule(bool with_rope) {
     std::vector<double> lse(H);  // per query head, at the last full rescore
     std::size_t since = 0;
     bool scored = false;
+    std::vector<pos_t> unscored;  // decoded since the last scoring
     ref_rule r;
     r.recent = 3;
     r.rows = [&](std::size_t) { return window; };
@@ -188,6 +189,10 @@ void expected_attention_rule(bool with_rope) {
       ++since;
       const bool prefill = cv.row_pos.size() > 1;  // a chunk gives min(window, n) > 1 rows
       const bool all = prefill || !scored || since >= every;
+      // Between full rescores the decoded tokens are scored together once there are
+      // `recent` (3) of them, against the window and Rbar of that call.
+      if (!prefill) unscored.push_back(cv.pos_end - 1);
+      if (!all && unscored.size() < 3) return;
       const std::size_t w = ring.size();
       const double T = double(cv.pos_end) - 1.0;
       // Rbar^T k = mean over tau of R(-(T + tau)) k.
@@ -200,7 +205,9 @@ void expected_attention_rule(bool with_rope) {
         return acc;
       };
       std::vector<std::vector<double>> z(H, std::vector<double>(cs.size(), 0.0));
-      auto now = [&](const cell& c) { return all || c.pos == cv.pos_end - 1; };
+      auto now = [&](const cell& c) {
+        return all || std::find(unscored.begin(), unscored.end(), c.pos) != unscored.end();
+      };
       for (std::size_t qh = 0; qh < H; ++qh) {
         std::vector<std::vector<double>> q;  // the window's pre-RoPE rows
         for (pos_t row : ring) {
@@ -245,6 +252,7 @@ void expected_attention_rule(bool with_rope) {
         scored = true;
         since = 0;
       }
+      unscored.clear();
     };
     r.score = [](const cell& c, pos_t) { return c.st[0]; };
     compare(s, r, p, b, 60, 12, with_rope ? "expected_attention (rope)" : "expected_attention");
@@ -253,8 +261,8 @@ void expected_attention_rule(bool with_rope) {
 
 // The window is the last `window` query rows of every call (prefill and decode); a
 // prefill chunk, the first scoring and every rescore_every-th decode step rescore
-// every cell and keep each head's log-sum-exp L; other decode steps score the new
-// token against L.
+// every cell and keep each head's log-sum-exp L; in between, the decoded tokens are
+// scored against L, `recent` of them at a time.
 TEST(EvictScoreRules, ExpectedAttentionQueryStatistics) {
   for (bool with_rope : {false, true}) expected_attention_rule(with_rope);
 }

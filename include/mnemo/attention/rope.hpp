@@ -106,9 +106,13 @@ struct rope_config {
   /// by freq_scale and mixed back toward extrapolation by YaRN's ramp. Angles are linear
   /// in the position, so a shift by delta is one more rotation by delta times this.
   double pair_frequency(std::size_t pair) const noexcept {
-    const double extrap = std::exp(-std::log(static_cast<double>(freq_base)) *
-                                   static_cast<double>(2 * pair) / static_cast<double>(n_rot)) /
-                          static_cast<double>(factor(pair));
+    return pair_frequency(pair, std::log(static_cast<double>(freq_base)));
+  }
+  /// The same with log(freq_base) given: a table of every pair takes the log once.
+  double pair_frequency(std::size_t pair, double log_base) const noexcept {
+    const double extrap =
+        std::exp(-log_base * static_cast<double>(2 * pair) / static_cast<double>(n_rot)) /
+        static_cast<double>(factor(pair));
     double mix = 0.0;
     if (yarn.ext_factor != 0.0f) {  // yarn_mix in double: shifts by large deltas stay exact
       const auto [lo, hi] = yarn_corr_dims();
@@ -128,8 +132,9 @@ struct rope_table {
   std::vector<float> cos, sin;  // [n_rot / 2]
 
   rope_table(const rope_config& r, double p) : cos(r.n_rot / 2), sin(r.n_rot / 2) {
+    const double log_base = std::log(static_cast<double>(r.freq_base));
     for (std::size_t i = 0; i < cos.size(); ++i) {
-      const double theta = p * r.pair_frequency(i);
+      const double theta = p * r.pair_frequency(i, log_base);
       cos[i] = static_cast<float>(std::cos(theta));
       sin[i] = static_cast<float>(std::sin(theta));
     }

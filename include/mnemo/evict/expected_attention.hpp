@@ -17,12 +17,13 @@
 // The window lives in the lane's state (evict::lane_floats_of), so it carries over
 // between calls: every call adds its newest rows (signal::query, the post-RoPE
 // queries turned back with `rope`, which must be the model's). At the end of a
-// prefill chunk every cell is rescored (and L recomputed); at a decode step the new
-// token is scored against the current window and the last L, and every
-// `rescore_every` decode steps all cells are rescored (kvpress's decoding press
-// compresses periodically from a buffer of recent queries the same way). A decode
-// step thus costs one key's score plus 1 / rescore_every of a full rescore. The first
-// `n_sink` positions and the `recent` newest are protected.
+// prefill chunk every cell is rescored (and L recomputed); every `rescore_every`
+// decode steps too (kvpress's decoding press compresses periodically from a buffer of
+// recent queries the same way). The tokens decoded in between are scored together,
+// against the window of that step and the last L, once there are `recent` of them:
+// until then they are among the `recent` newest, which are protected, so the window
+// is read once per `recent` tokens instead of once per token (unscored cells stay
+// protected whatever their positions). The first `n_sink` positions are protected too.
 #pragma once
 
 #include <algorithm>
@@ -32,6 +33,7 @@
 
 #include "mnemo/attention/rope.hpp"
 #include "mnemo/evict/concepts.hpp"
+#include "mnemo/evict/lane_kernels.hpp"
 #include "mnemo/evict/lane_rescore.hpp"
 
 namespace mnemo::evict {
@@ -48,7 +50,7 @@ struct expected_attention {
   std::size_t n_future = 512;       // future positions the rotation is averaged over
   pos_t n_sink = 4;                 // protected first positions; their query rows are skipped
   std::size_t recent = 16;          // protected newest positions
-  std::size_t rescore_every = 256;  // decode steps between rescores of every cell
+  std::size_t rescore_every = 512;  // decode steps between rescores of every cell
   float epsilon = 0.0f;
   std::size_t n_head_kv = 1, d_v = 0;  // the value row's geometry (set by the user)
   std::size_t group = 1;               // query heads per KV head (the model's)
@@ -56,7 +58,8 @@ struct expected_attention {
 
   // The lane state: a header, the last full rescore's log-sum-exp per query head, and
   // the window's pre-RoPE query rows as a ring.
-  static constexpr std::size_t held = 0, next = 1, since = 2, scored = 3, header = 4;
+  // fresh: tokens decoded since the last scoring.
+  static constexpr std::size_t held = 0, next = 1, since = 2, scored = 3, fresh = 4, header = 5;
   std::size_t lane_floats(std::size_t lane_heads, std::size_t d_k) const noexcept {
     const std::size_t qh = lane_heads * group;
     return header + qh + window * qh * d_k;
@@ -71,18 +74,66 @@ struct expected_attention {
     if (std::abs(sh) < 1e-12) return std::polar(1.0, (T + 1.0) * w);  // w = 2 pi m: all equal
     return std::polar(1.0, (T + (N + 1.0) / 2.0) * w) * (std::sin(N * w / 2.0) / (N * sh));
   }
-  /// x <- Rbar x for the pair means `m` ([n_rot / 2]); Rbar^T x when `transposed`.
-  void apply_mean(const std::vector<std::complex<double>>& m, float* x,
-                  bool transposed = false) const noexcept {
+  /// out[e * stride] = (Rbar^T k)[e] for e < d, Rbar's pairs given as (re, im) [n_rot / 2].
+  void turn_back(const float* re, const float* im, const float* k, float* out, std::size_t stride,
+                 std::size_t d) const noexcept {
+    for (std::size_t e = 0; e < d; ++e) out[e * stride] = k[e];
     if (rope.layout == attention::rope_layout::none) return;
     const std::size_t half = rope.n_rot / 2;
     const bool normal = rope.layout == attention::rope_layout::normal;
     for (std::size_t c = 0; c < half; ++c) {
       const std::size_t a = normal ? 2 * c : c, b = normal ? 2 * c + 1 : c + half;
-      const double re = m[c].real(), im = transposed ? -m[c].imag() : m[c].imag();
-      const double x0 = x[a], x1 = x[b];
-      x[a] = static_cast<float>(re * x0 - im * x1);
-      x[b] = static_cast<float>(im * x0 + re * x1);
+      out[a * stride] = re[c] * k[a] + im[c] * k[b];
+      out[b * stride] = re[c] * k[b] - im[c] * k[a];
+    }
+  }
+
+  /// z[h * m + t] for query head h and the m cells' t-th (slots): each key
+  /// turned by Rbar^T (so the window's rows are used as stored: (Rbar q) . k = q .
+  /// (Rbar^T k)), then key_lanes keys at a time against the g x w window rows of their
+  /// KV head (dot_key_lanes_f32), and the mean and squared deviation of those w dots
+  /// per query head and key (k . Rbar mu is their mean, k^T Rbar Sigma Rbar^T k the
+  /// mean of the squared deviations).
+  void window_logits(const step_info& s, slot_view v, const lane_keys& keys,
+                     const std::vector<std::size_t>& cells, std::size_t d, std::size_t g,
+                     std::size_t w, float* z) const noexcept {
+    constexpr std::size_t L = key_lanes<>;
+    const std::size_t H = keys.n_head_kv, QH = H * g, m = cells.size();
+    thread_local std::vector<float> re, im, krow, kt, y;
+    thread_local std::vector<const float*> rows;
+    re.resize(rope.n_rot / 2);
+    im.resize(rope.n_rot / 2);
+    const double T = static_cast<double>(s.pos_end) - 1.0;
+    const double log_base = std::log(static_cast<double>(rope.freq_base));
+    for (std::size_t c = 0; c < re.size(); ++c) {
+      const std::complex<double> r = mean_rotation(rope.pair_frequency(c, log_base), T, n_future);
+      re[c] = static_cast<float>(r.real());
+      im[c] = static_cast<float>(r.imag());
+    }
+    krow.resize(L * H * d);
+    kt.resize(d * L);
+    y.resize(g * w * L);
+    rows.resize(g * w);
+    const float* ring = v.lane.data() + header + QH;  // [w, QH, d]
+    const float inv_sqrt_d = 1.0f / std::sqrt(static_cast<float>(d));
+    const float cov_scale = 1.0f / (2.0f * static_cast<float>(d) * static_cast<float>(w));
+    float mean[L], spread[L];
+    for (std::size_t t0 = 0; t0 < m; t0 += L) {
+      const std::size_t nl = std::min(L, m - t0);
+      for (std::size_t l = 0; l < nl; ++l) keys.row(cells[t0 + l], &krow[l * H * d]);
+      if (nl < L) std::fill(kt.begin(), kt.end(), 0.0f);
+      for (std::size_t kh = 0; kh < H; ++kh) {
+        for (std::size_t l = 0; l < nl; ++l)  // kt [d, L]: key l's Rbar^T k in lane l
+          turn_back(re.data(), im.data(), &krow[(l * H + kh) * d], &kt[l], L, d);
+        for (std::size_t r = 0; r < g; ++r)
+          for (std::size_t i = 0; i < w; ++i) rows[r * w + i] = ring + (i * QH + kh * g + r) * d;
+        dot_key_lanes_f32(kt.data(), d, rows.data(), g * w, y.data());
+        for (std::size_t r = 0; r < g; ++r) {
+          lane_moments_f32(&y[r * w * L], w, mean, spread);
+          for (std::size_t l = 0; l < nl; ++l)
+            z[(kh * g + r) * m + t0 + l] = mean[l] * inv_sqrt_d + spread[l] * cov_scale;
+        }
+      }
     }
   }
 
@@ -96,7 +147,7 @@ struct expected_attention {
       for (std::size_t i = 0; i < d_v; ++i) q += val[h * d_v + i] * val[h * d_v + i];
       norms += std::sqrt(q);
     }
-    v.state[2 * slot] = 0.0f;
+    v.state[2 * slot] = -1.0f;  // unscored: rescore scores it
     v.state[2 * slot + 1] = norms / static_cast<float>(nh);
   }
   /// Adds the call's query rows (pre-RoPE, sink rows skipped) to the lane's window.
@@ -112,15 +163,18 @@ struct expected_attention {
       float* dst = ring + i * QH * d;
       v.will_write(header + QH + i * QH * d, QH * d);
       for (std::size_t e = 0; e < QH * d; ++e) dst[e] = sg.query[r * QH * d + e];
-      for (std::size_t h = 0; h < QH; ++h)
-        attention::rope_rotate(rope, dst + h * d, -static_cast<double>(sg.row_pos[r]));
+      if (rope.layout != attention::rope_layout::none && sg.row_pos[r] != 0) {
+        const attention::rope_table back(rope, -static_cast<double>(sg.row_pos[r]));
+        for (std::size_t h = 0; h < QH; ++h) attention::rope_apply(rope, back, dst + h * d);
+      }
       v.lane[next] = static_cast<float>((i + 1) % window);
       v.lane[held] = std::min(v.lane[held] + 1.0f, static_cast<float>(window));
     }
   }
 
   /// Scores cells from the window: every live cell after a prefill chunk, at the first
-  /// scoring and every rescore_every decode steps; else the call's new tokens only.
+  /// scoring and every rescore_every decode steps; else the unscored cells once `recent`
+  /// tokens were decoded since the last scoring (until then they are the protected newest).
   void rescore(const step_info& s, slot_view v, const lane_keys& keys,
                const attention_signals* sg) const noexcept {
     if (sg == nullptr || sg->query == nullptr) return;
@@ -129,91 +183,40 @@ struct expected_attention {
     if (v.lane.size() != header + QH + window * QH * d) return;
     const auto w = static_cast<std::size_t>(v.lane[held]);
     if (w == 0) return;
-    float* lse = v.lane.data() + header;
-    const float* ring = lse + QH;
     v.will_write(0, header + QH);  // the counters and, at a full rescore, L
     v.lane[since] += 1.0f;
     const bool all = s.prefill() || v.lane[scored] == 0.0f ||
                      v.lane[since] >= static_cast<float>(std::max<std::size_t>(rescore_every, 1));
-    thread_local std::vector<float> u, row, y, z;
-    thread_local std::vector<std::complex<double>> rbar;
-    rbar.resize(rope.n_rot / 2);
-    const double T = static_cast<double>(s.pos_end) - 1.0;
-    for (std::size_t c = 0; c < rbar.size(); ++c)
-      rbar[c] = mean_rotation(rope.pair_frequency(c), T, n_future);
-    const float inv_sqrt_d = 1.0f / std::sqrt(static_cast<float>(d));
-    const float cov_scale = 1.0f / (2.0f * static_cast<float>(d) * static_cast<float>(w));
-    const float inv_w = 1.0f / static_cast<float>(w);
-    // z of one key from its dots with the window's rows, y_i = (Rbar q_i) . k: k . Rbar
-    // mu is the mean of the y_i and k^T Rbar Sigma Rbar^T k the mean of (y_i - mean
-    // y)^2, so neither mu nor a centred window is formed: a decode step costs the w
-    // dots per query head (dot_rows_f32) and no pass over the window for its mean.
-    auto z_of = [&](const float* yh) {
-      float m = 0.0f;
-      for (std::size_t i = 0; i < w; ++i) m += yh[i];
-      m *= inv_w;
-      float c = 0.0f;
-      for (std::size_t i = 0; i < w; ++i) c += (yh[i] - m) * (yh[i] - m);
-      return m * inv_sqrt_d + c * cov_scale;
-    };
-    row.resize(H * d);
-    y.resize(g * w);
-    if (!all) {  // a decode step scores its own tokens: (Rbar q) . k = q . (Rbar^T k), so
-                 // the window's rows are used as they are, O(w d) per query head
-      const pos_t first_new = s.pos_end - static_cast<pos_t>(s.n_new);
-      for (std::size_t j = 0; j < n; ++j) {
-        if (!v.live(j) || v.pos[j] < first_new) continue;
-        keys.row(j, row.data());
-        for (std::size_t kh = 0; kh < H; ++kh) apply_mean(rbar, &row[kh * d], true);
-        float a = 0.0f;
-        for (std::size_t h = 0; h < QH; ++h) {  // ring: [w, QH, d]
-          dot_rows_f32(&row[(h / g) * d], &ring[h * d], w, QH * d, d, y.data());
-          a += std::exp(z_of(y.data()) - lse[h]);
-        }
-        v.state[2 * j] = (a / static_cast<float>(QH) + epsilon) * v.state[2 * j + 1];
-      }
-      return;
+    v.lane[fresh] += static_cast<float>(s.n_new);
+    if (!all && v.lane[fresh] < static_cast<float>(std::max<std::size_t>(recent, 1))) return;
+    v.lane[fresh] = 0.0f;
+    thread_local std::vector<std::size_t> todo;
+    todo.clear();
+    for (std::size_t j = 0; j < n; ++j)
+      if (v.live(j) && (all || v.state[2 * j] < 0.0f)) todo.push_back(j);
+    if (todo.empty()) return;
+    const std::size_t m = todo.size();
+    thread_local std::vector<float> z, a;
+    z.resize(QH * m);
+    window_logits(s, v, keys, todo, d, g, w, z.data());
+    float* lse = v.lane.data() + header;
+    if (all) {
+      for (std::size_t h = 0; h < QH; ++h) lse[h] = log_sum_exp_f32(&z[h * m], m);
+      v.lane[scored] = 1.0f;
+      v.lane[since] = 0.0f;
     }
-    // Every cell: x_i = Rbar q_i once, [QH, w, d], so a KV head's group is g x w
-    // consecutive rows, then g x w dots per key and KV head.
-    u.resize(QH * w * d);
-    for (std::size_t h = 0; h < QH; ++h)
-      for (std::size_t i = 0; i < w; ++i) {
-        float* xi = &u[(h * w + i) * d];
-        std::copy_n(&ring[(i * QH + h) * d], d, xi);
-        apply_mean(rbar, xi);
-      }
-    z.resize(QH * n);
-    for (std::size_t j = 0; j < n; ++j) {
-      if (!v.live(j)) continue;
-      keys.row(j, row.data());
-      for (std::size_t kh = 0; kh < H; ++kh) {
-        dot_rows_f32(&row[kh * d], &u[kh * g * w * d], g * w, d, d, y.data());
-        for (std::size_t r = 0; r < g; ++r) z[(kh * g + r) * n + j] = z_of(&y[r * w]);
-      }
-    }
-    for (std::size_t h = 0; h < QH; ++h) {  // each head's log-sum-exp over every live cell
-      float mx = -INFINITY, tot = 0.0f;
-      for (std::size_t j = 0; j < n; ++j)
-        if (v.live(j)) mx = z[h * n + j] > mx ? z[h * n + j] : mx;
-      for (std::size_t j = 0; j < n; ++j)
-        if (v.live(j)) tot += std::exp(z[h * n + j] - mx);
-      lse[h] = mx + std::log(tot);
-    }
-    v.lane[scored] = 1.0f;
-    v.lane[since] = 0.0f;
-    for (std::size_t j = 0; j < n; ++j) {
-      if (!v.live(j)) continue;
-      float a = 0.0f;
-      for (std::size_t h = 0; h < QH; ++h) a += std::exp(z[h * n + j] - lse[h]);
-      v.state[2 * j] = (a / static_cast<float>(QH) + epsilon) * v.state[2 * j + 1];
+    a.assign(m, 0.0f);
+    for (std::size_t h = 0; h < QH; ++h) add_exp_f32(&z[h * m], m, lse[h], a.data());
+    for (std::size_t t = 0; t < m; ++t) {
+      const std::size_t j = todo[t];
+      v.state[2 * j] = (a[t] / static_cast<float>(QH) + epsilon) * v.state[2 * j + 1];
     }
   }
   float score(const step_info&, slot_view v, std::size_t slot) const noexcept {
     return v.state[2 * slot];
   }
   bool protect(const step_info& s, slot_view v, std::size_t slot) const noexcept {
-    return v.pos[slot] < n_sink || in_recent_window(s, v, slot, recent);
+    return v.pos[slot] < n_sink || in_recent_window(s, v, slot, recent) || v.state[2 * slot] < 0.0f;
   }
 };
 static_assert(eviction_policy<expected_attention> && lane_rescorer<expected_attention>);

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "mnemo/evict/concepts.hpp"
+#include "mnemo/evict/lane_kernels.hpp"
 #include "mnemo/evict/lane_rescore.hpp"
 
 namespace mnemo::evict {

@@ -83,8 +83,10 @@ struct keyformer {
     constexpr std::size_t W = O::lanes;
     constexpr float ninf = -std::numeric_limits<float>::infinity();
     thread_local std::vector<float> z;  // [stride] noisy, tempered logits of one row and head
+    thread_local std::vector<std::uint32_t> idx;  // [stride] the noise's table index per cell
     const std::size_t n = m.stride, nv = n - n % W;
     z.resize(n);
+    idx.resize(n);
     const auto& table = gumbel_table();
     const std::size_t qh = m.n_q_head(), head0 = s.first_head() * m.group;
     for (std::size_t r = 0; r < m.rows; ++r) {
@@ -92,10 +94,15 @@ struct keyformer {
       for (std::size_t h = 0; h < qh; ++h) {
         const float* l = &m.logits[(r * qh + h) * n];
         const std::uint64_t rk = row_key(seed, m.row_pos[r], head0 + h);
+        // Two plain loops the compiler vectorises (64-bit multiplies, then a gather from
+        // the table and a select), where one loop testing each cell first ran scalar.
         // Dead or unattended cells: -inf, which the exp below turns into 0.
         for (std::size_t j = 0; j < n; ++j)
-          z[j] = v.live(j) && l[j] != ninf ? (l[j] + table[noise_index(rk, v.pos[j])]) * inv_tau
-                                           : ninf;
+          idx[j] = static_cast<std::uint32_t>(noise_index(rk, v.pos[j]));
+        for (std::size_t j = 0; j < n; ++j) {
+          const float x = (l[j] + table[idx[j]]) * inv_tau;
+          z[j] = v.pos[j] >= 0 && l[j] != ninf ? x : ninf;
+        }
         typename O::vf mv = O::set1(ninf);
         for (std::size_t j = 0; j < nv; j += W) mv = O::max(mv, O::load(&z[j]));
         float mx = O::reduce_max(mv);

@@ -12,7 +12,6 @@
 #include <cstddef>
 
 #include "mnemo/evict/concepts.hpp"
-#include "mnemo/simd/simd.hpp"
 
 namespace mnemo::evict {
 
@@ -33,56 +32,5 @@ concept lane_rescorer = requires(const P& p, const step_info& s, slot_view v, co
   { p.rescore(s, v, k, sg) }
   noexcept;
 };
-
-/// a . b over n floats, vectorised (a rescore's inner loop: a plain float sum is not
-/// vectorised without fast-math, which made KeyDiff's pass ~15% of attention).
-template <class Isa = simd::native>
-float dot_f32(const float* a, const float* b, std::size_t n) noexcept {
-  using O = simd::ops<Isa>;
-  constexpr std::size_t W = O::lanes;
-  typename O::vf acc = O::zero();
-  std::size_t i = 0;
-  for (; i + W <= n; i += W) acc = O::fma(O::load(a + i), O::load(b + i), acc);
-  float s = O::reduce_add(acc);
-  for (; i < n; ++i) s += a[i] * b[i];
-  return s;
-}
-
-/// out[r] = k . rows[r * stride ..] over n floats for r < n_rows: four rows at a time,
-/// one accumulator each, so four FMA chains overlap (one dot waits on its single
-/// accumulator, which kept Expected Attention's rescore at a fraction of the FMA rate).
-/// Each row is summed in dot_f32's order.
-template <class Isa = simd::native>
-void dot_rows_f32(const float* k, const float* rows, std::size_t n_rows, std::size_t stride,
-                  std::size_t n, float* out) noexcept {
-  using O = simd::ops<Isa>;
-  constexpr std::size_t W = O::lanes;
-  std::size_t r = 0;
-  for (; r + 4 <= n_rows; r += 4) {
-    const float *a0 = rows + r * stride, *a1 = a0 + stride, *a2 = a1 + stride, *a3 = a2 + stride;
-    typename O::vf c0 = O::zero(), c1 = O::zero(), c2 = O::zero(), c3 = O::zero();
-    std::size_t i = 0;
-    for (; i + W <= n; i += W) {
-      const typename O::vf kv = O::load(k + i);
-      c0 = O::fma(kv, O::load(a0 + i), c0);
-      c1 = O::fma(kv, O::load(a1 + i), c1);
-      c2 = O::fma(kv, O::load(a2 + i), c2);
-      c3 = O::fma(kv, O::load(a3 + i), c3);
-    }
-    float s0 = O::reduce_add(c0), s1 = O::reduce_add(c1), s2 = O::reduce_add(c2),
-          s3 = O::reduce_add(c3);
-    for (; i < n; ++i) {
-      s0 += k[i] * a0[i];
-      s1 += k[i] * a1[i];
-      s2 += k[i] * a2[i];
-      s3 += k[i] * a3[i];
-    }
-    out[r] = s0;
-    out[r + 1] = s1;
-    out[r + 2] = s2;
-    out[r + 3] = s3;
-  }
-  for (; r < n_rows; ++r) out[r] = dot_f32<Isa>(k, rows + r * stride, n);
-}
 
 }  // namespace mnemo::evict

@@ -65,6 +65,7 @@
 #include "mnemo/memory/stream_views.hpp"
 #include "mnemo/memory/token_checks.hpp"
 #include "mnemo/memory/types.hpp"
+#include "mnemo/simd/simd.hpp"
 
 namespace mnemo::attention {
 class workspace;  // attention/attend.hpp: attend_reads passes them to a lane reader
