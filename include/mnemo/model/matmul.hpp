@@ -4,7 +4,8 @@
 //       y[t] = W x[t] for t < n_tok:  [n_tok, n_in] f32 x W [n_out, n_in] -> [n_tok, n_out] f32
 //   mul_mat_many<Isa>(products, x, x_stride, n_tok, n_threads, ws)
 //       the same for several weights of one input (q, k, v; gate, up): one parallel region
-//       and one rounding of x for all of them, the same values as one mul_mat each
+//       and one rounding (from k_gemm_min_tokens tokens: one transpose) of x for all of
+//       them, the same values as one mul_mat each
 //   get_row<Isa>(w, r, out)           out = float(row r of W)   (embedding lookup) [n_in]
 //
 // Rows of x and y are x_stride / y_stride floats apart. n_tok == 1 is decode (a
@@ -314,33 +315,51 @@ bool reads_k_tiles(const weight& w) noexcept {
   return false;
 }
 
-/// The token-lane product (detail/matmul_lanes.inl) of n_tok tokens, when the ISA takes
-/// that count and the workspace can hold x^T: x transposed over the threads, then runs
-/// of rows handed out by ticket in spread_panel's order. False when it did not run.
+/// The token-lane product (detail/matmul_lanes.inl) of n_tok tokens for each of
+/// `products` (one input, one storage type and width), when the ISA takes that count and
+/// the workspace can hold x^T: x transposed once over the threads, then the products'
+/// runs of rows in one parallel region, handed out by ticket in spread_panel's order.
+/// False when it did not run.
 template <simd::isa_tag Isa, class E>
-bool lanes_product(const weight& w, const product_input& in, std::size_t n_tok, float* y,
-                   std::size_t y_stride, int nt, matmul_workspace& ws) {
+bool lanes_products(std::span<const product_out> products, const product_input& in,
+                    std::size_t n_tok, int nt, matmul_workspace& ws) {
   using kernels = matmul_kernels<Isa>;
-  if (n_tok > kernels::k_lanes_max_tokens) return false;
-  const std::size_t per_thread = kernels::lanes_scratch_floats;
-  const std::size_t slices = static_cast<std::size_t>(nt) * per_thread;
-  if (!ws.reserve_floats(slices + kernels::lanes_x_floats(n_tok, w.n_in)).is_ok()) return false;
-  float* xt = ws.scratch.data() + slices;
-  constexpr std::size_t columns = 256;  // x^T columns per packing item
-  parallel_for((w.n_in + columns - 1) / columns, nt, [&](std::size_t i, int) {
-    kernels::pack_lanes_x(in.x, in.x_stride, n_tok, w.n_in, i * columns,
-                          std::min(w.n_in, (i + 1) * columns), xt);
-  });
-  constexpr std::size_t item_rows = 8 * kernels::k_mr;
-  const std::size_t n_items = (w.n_out + item_rows - 1) / item_rows;
-  const auto* base = reinterpret_cast<const unsigned char*>(w.data);
-  parallel_for(n_items, nt, [&](std::size_t item, int thread) {
-    const std::size_t r0 = spread_panel(item, n_items, static_cast<std::size_t>(nt)) * item_rows;
-    kernels::template gemm_lanes<E>(
-        base + r0 * w.row_bytes, w.row_bytes, std::min(item_rows, w.n_out - r0), w.n_in, xt, n_tok,
-        y + r0, y_stride, ws.scratch.data() + static_cast<std::size_t>(thread) * per_thread);
-  });
-  return true;
+  if constexpr (kernels::k_lanes_max_tokens == 0) {
+    return false;
+  } else {
+    if (n_tok > kernels::k_lanes_max_tokens) return false;
+    const std::size_t n_in = products.front().w->n_in;
+    const std::size_t per_thread = kernels::lanes_scratch_floats;
+    const std::size_t slices = static_cast<std::size_t>(nt) * per_thread;
+    if (!ws.reserve_floats(slices + kernels::lanes_x_floats(n_tok, n_in)).is_ok()) return false;
+    float* xt = ws.scratch.data() + slices;
+    constexpr std::size_t columns = 256;  // x^T columns per packing item
+    parallel_for((n_in + columns - 1) / columns, nt, [&](std::size_t i, int) {
+      kernels::pack_lanes_x(in.x, in.x_stride, n_tok, n_in, i * columns,
+                            std::min(n_in, (i + 1) * columns), xt);
+    });
+    constexpr std::size_t item_rows = 8 * kernels::k_mr;
+    std::size_t n_items = 0;
+    for (const product_out& p : products) n_items += (p.w->n_out + item_rows - 1) / item_rows;
+    parallel_for(n_items, nt, [&](std::size_t item, int thread) {
+      std::size_t i = spread_panel(item, n_items, static_cast<std::size_t>(nt));
+      for (const product_out& p : products) {
+        const weight& w = *p.w;
+        const std::size_t items = (w.n_out + item_rows - 1) / item_rows;
+        if (i >= items) {
+          i -= items;
+          continue;
+        }
+        const std::size_t r0 = i * item_rows;
+        kernels::template gemm_lanes<E>(
+            reinterpret_cast<const unsigned char*>(w.data) + r0 * w.row_bytes, w.row_bytes,
+            std::min(item_rows, w.n_out - r0), n_in, xt, n_tok, p.y + r0, p.y_stride,
+            ws.scratch.data() + static_cast<std::size_t>(thread) * per_thread);
+        return;
+      }
+    });
+    return true;
+  }
 }
 
 /// mul_mat of a weight-only quantised type (detail/matmul_quant.hpp): x rounded to the
@@ -421,8 +440,8 @@ void mul_mat(const weight& w, const float* x, std::size_t x_stride, std::size_t 
   dtype::visit(w.type, [&]<class E>(dtype::type_tag<E>) {
     const detail::product_input in =
         detail::prepare_input<Isa, E>(x, x_stride, n_tok, w.n_in, nt, ws);
-    if (n_tok >= k_gemm_min_tokens &&
-        detail::lanes_product<Isa, E>(w, in, n_tok, y, y_stride, nt, ws))
+    const product_out one{&w, y, y_stride};
+    if (n_tok >= k_gemm_min_tokens && detail::lanes_products<Isa, E>({&one, 1}, in, n_tok, nt, ws))
       return;
     if (n_tok >= k_gemm_min_tokens && matmul_reserve<Isa>(ws, nt).is_ok()) {
       // Items: panels of k_nr outputs; with fewer panels than 2 per thread, also blocks
@@ -450,7 +469,6 @@ void mul_mat(const weight& w, const float* x, std::size_t x_stride, std::size_t 
       });
       return;
     }
-    const product_out one{&w, y, y_stride};
     detail::stream_products<Isa, E>({&one, 1}, in, n_tok, nt, ws);
   });
 }
@@ -460,29 +478,36 @@ void mul_mat(const weight& w, const float* x, std::size_t x_stride, std::size_t 
 /// split over the threads as one sequence, so the group costs one parallel region, x is
 /// rounded once (the one-token 8-bit kernels still pack it once per product a thread
 /// reaches: rows and tiles take different packings), and a small weight (k, v) is not
-/// streamed by one thread alone. The values are those of one mul_mat each. Products of
-/// other types or widths, and prefill, run one by one.
+/// streamed by one thread alone. From k_gemm_min_tokens to the ISA's k_lanes_max_tokens
+/// x is transposed once for the group and the token-lane product runs every weight's rows
+/// in one parallel region. The values are those of one mul_mat each. Products of other
+/// types or widths, and longer prefills, run one by one.
 template <simd::isa_tag Isa = simd::native>
 void mul_mat_many(std::span<const product_out> products, const float* x, std::size_t x_stride,
                   std::size_t n_tok, int n_threads, matmul_workspace& ws) {
   if (products.empty() || n_tok == 0) return;
   const weight& w0 = *products.front().w;
-  bool alike = n_tok < k_gemm_min_tokens;
+  bool alike = true;
   for (const product_out& p : products) {
     MNEMO_DASSERT(x_stride >= p.w->n_in && p.y_stride >= p.w->n_out);
     alike = alike && p.w->type == w0.type && p.w->n_in == w0.n_in && dtype::is_kv_type(p.w->type);
   }
-  if (!alike) {
+  const int nt = n_threads <= 0 ? default_thread_count() : n_threads;
+  bool done = false;
+  if (alike)
+    dtype::visit(w0.type, [&]<class E>(dtype::type_tag<E>) {
+      const detail::product_input in =
+          detail::prepare_input<Isa, E>(x, x_stride, n_tok, w0.n_in, nt, ws);
+      if (n_tok < k_gemm_min_tokens) {
+        detail::stream_products<Isa, E>(products, in, n_tok, nt, ws);
+        done = true;
+      } else {
+        done = detail::lanes_products<Isa, E>(products, in, n_tok, nt, ws);
+      }
+    });
+  if (!done)
     for (const product_out& p : products)
       mul_mat<Isa>(*p.w, x, x_stride, n_tok, p.y, p.y_stride, n_threads, ws);
-    return;
-  }
-  const int nt = n_threads <= 0 ? default_thread_count() : n_threads;
-  dtype::visit(w0.type, [&]<class E>(dtype::type_tag<E>) {
-    const detail::product_input in =
-        detail::prepare_input<Isa, E>(x, x_stride, n_tok, w0.n_in, nt, ws);
-    detail::stream_products<Isa, E>(products, in, n_tok, nt, ws);
-  });
 }
 
 template <simd::isa_tag Isa = simd::native>
