@@ -88,7 +88,7 @@ struct expected_attention {
     }
   }
 
-  /// z[h * m + t] for query head h and the m cells' t-th (slots): each key
+  /// z[h * m + t] for query head h and the cell in slot cells[t] (m cells): each key
   /// turned by Rbar^T (so the window's rows are used as stored: (Rbar q) . k = q .
   /// (Rbar^T k)), then key_lanes keys at a time against the g x w window rows of their
   /// KV head (dot_key_lanes_f32), and the mean and squared deviation of those w dots

@@ -94,9 +94,9 @@ struct keyformer {
       for (std::size_t h = 0; h < qh; ++h) {
         const float* l = &m.logits[(r * qh + h) * n];
         const std::uint64_t rk = row_key(seed, m.row_pos[r], head0 + h);
-        // Two plain loops the compiler vectorises (64-bit multiplies, then a gather from
-        // the table and a select), where one loop testing each cell first ran scalar.
-        // Dead or unattended cells: -inf, which the exp below turns into 0.
+        // Two plain loops, which the compiler vectorises (64-bit multiplies; the table
+        // loads and a select): the live test inside one loop kept it scalar. Dead or
+        // unattended cells: -inf, which the exp below turns into 0.
         for (std::size_t j = 0; j < n; ++j)
           idx[j] = static_cast<std::uint32_t>(noise_index(rk, v.pos[j]));
         for (std::size_t j = 0; j < n; ++j) {
