@@ -492,9 +492,12 @@ void mul_mat_many(std::span<const product_out> products, const float* x, std::si
     MNEMO_DASSERT(x_stride >= p.w->n_in && p.y_stride >= p.w->n_out);
     alike = alike && p.w->type == w0.type && p.w->n_in == w0.n_in && dtype::is_kv_type(p.w->type);
   }
+  // Grouped only where a grouped kernel runs, so that x is not rounded for nothing.
+  const bool grouped = alike && (n_tok < k_gemm_min_tokens ||
+                                 n_tok <= detail::matmul_kernels<Isa>::k_lanes_max_tokens);
   const int nt = n_threads <= 0 ? default_thread_count() : n_threads;
   bool done = false;
-  if (alike)
+  if (grouped)
     dtype::visit(w0.type, [&]<class E>(dtype::type_tag<E>) {
       const detail::product_input in =
           detail::prepare_input<Isa, E>(x, x_stride, n_tok, w0.n_in, nt, ws);
