@@ -282,10 +282,7 @@ TYPED_TEST_P(ModelMatmul, PrefetchTargetChangesNoValue) {
   for (std::size_t n_in : n_ins) {
     const std::uint64_t seed = k_seed + n_in;
     const test_weight<E> tw(n_in, 67, seed);
-    std::vector<float> x(many * n_in);
-    std::mt19937_64 rng(seed + 1);
-    std::uniform_real_distribution<float> ud(-1.0f, 1.0f);
-    for (float& v : x) v = ud(rng);
+    const std::vector<float> x = random_x(many, n_in, seed + 1);
     for (std::size_t n_tok : {std::size_t{1}, std::size_t{5}, many}) {
       std::vector<float> y[2];
       mnemo::model::matmul_workspace ws;
@@ -332,10 +329,7 @@ TYPED_TEST_P(ModelMatmul, ManyProductsOfOneInputAreTheSingleProducts) {
         for (std::size_t o : outs)
           ws.push_back(std::make_unique<test_weight<E>>(n_in, o, k_seed + o * 31 + n_tok, tiled));
         const std::size_t x_stride = n_in + 7;
-        std::vector<float> x(n_tok * x_stride);
-        std::mt19937_64 rng(k_seed + n_tok);
-        std::uniform_real_distribution<float> ud(-1.0f, 1.0f);
-        for (float& v : x) v = ud(rng);
+        const std::vector<float> x = random_x(n_tok, x_stride, k_seed + n_tok);
         for (int threads : {1, 2, 3}) {
           std::vector<std::vector<float>> want(outs.size()), got(outs.size());
           std::vector<mnemo::model::product_out> products;

@@ -101,7 +101,7 @@ struct keyformer {
           idx[j] = static_cast<std::uint32_t>(noise_index(rk, v.pos[j]));
         for (std::size_t j = 0; j < n; ++j) {
           const float x = (l[j] + table[idx[j]]) * inv_tau;
-          z[j] = v.pos[j] >= 0 && l[j] != ninf ? x : ninf;
+          z[j] = v.live(j) && l[j] != ninf ? x : ninf;
         }
         typename O::vf mv = O::set1(ninf);
         for (std::size_t j = 0; j < nv; j += W) mv = O::max(mv, O::load(&z[j]));
