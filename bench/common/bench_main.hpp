@@ -14,6 +14,7 @@
 #include "common/machine_limits.hpp"
 #include <benchmark/benchmark.h>
 
+#include "mnemo/simd/f16_widening.hpp"
 #include "mnemo/simd/prefetch.hpp"
 
 namespace mnemo_bench {
@@ -37,12 +38,32 @@ inline bool apply_prefetch_setting() {
   return true;
 }
 
+/// MNEMO_F16_WIDENING=cheap|costly overrides the CPU's default simd::f16_widening (the
+/// AVX2 decode tiles and read order: to compare them on one machine); false on any
+/// other value.
+inline bool apply_f16_widening_setting() {
+  using mnemo::simd::f16_widening;
+  if (const char* v = std::getenv("MNEMO_F16_WIDENING")) {
+    if (std::strcmp(v, "cheap") == 0) {
+      mnemo::simd::set_f16_widening(f16_widening::cheap);
+    } else if (std::strcmp(v, "costly") == 0) {
+      mnemo::simd::set_f16_widening(f16_widening::costly);
+    } else {
+      std::fprintf(stderr, "MNEMO_F16_WIDENING must be cheap or costly, not '%s'\n", v);
+      return false;
+    }
+  }
+  const bool costly = mnemo::simd::current_f16_widening() == f16_widening::costly;
+  benchmark::AddCustomContext("mnemo_f16_widening", costly ? "costly" : "cheap");
+  return true;
+}
+
 /// Parses the Google Benchmark flags, probes the machine and runs the selected
 /// benchmarks. Returns the process exit code.
 inline int run_benchmarks(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  if (!apply_prefetch_setting()) return 1;
+  if (!apply_prefetch_setting() || !apply_f16_widening_setting()) return 1;
   add_machine_limits_context();
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();

@@ -14,6 +14,7 @@
 #include "mnemo/attention/attend.hpp"
 #include "mnemo/attention/reference.hpp"
 #include "mnemo/simd/cpu.hpp"
+#include "mnemo/simd/f16_widening.hpp"
 
 namespace {
 
@@ -140,6 +141,15 @@ std::ptrdiff_t first_difference(const std::vector<float>& a, const std::vector<f
 
 constexpr float k_tol = 5e-5f;  // outputs are convex combinations of values in [-1, 1]
 
+/// Sets the process-wide f16 widening cost for its lifetime.
+struct scoped_f16_widening {
+  simd::f16_widening saved = simd::current_f16_widening();
+  explicit scoped_f16_widening(simd::f16_widening w) { simd::set_f16_widening(w); }
+  ~scoped_f16_widening() { simd::set_f16_widening(saved); }
+  scoped_f16_widening(const scoped_f16_widening&) = delete;
+  scoped_f16_widening& operator=(const scoped_f16_widening&) = delete;
+};
+
 /// attend() on `sc` with `threads` against the reference: "" or the first difference.
 template <class Isa, class E>
 std::string compare_with_reference(const scenario<E>& sc, std::uint32_t seed, int threads,
@@ -177,19 +187,25 @@ TYPED_TEST(AttendTest, MatchesReference) {
 // One token at GQA 1, 2, 3, 4, 8 and 12 takes each decode read order (decode_steps.inl):
 // address order at GQA 1; with K/V read in place groups of eight cells at GQA 2 and 3,
 // K in groups and V head by head at GQA 4, head by head from GQA 8; q8_0/q4_0 head by
-// head from GQA 2; with AVX2 the eight-row tiles at GQA 8 and 12 (with four rows left). 5 and 8 KV
-// heads leave a remainder of the four-head dots and spread a group's prefetches unevenly and evenly
-// over its heads; windows leave partial groups.
+// head from GQA 2. AVX2 runs each twice: with widening f16 cheap (four-row x three-cell
+// dot tiles from four rows), and costly (every item head by head, and the eight-row tiles
+// at GQA 8 and 12, with four rows left at 12). 5 and 8 KV heads leave a remainder of the
+// four-head dots and spread a group's prefetches unevenly and evenly over its heads;
+// windows leave partial groups.
 TYPED_TEST(AttendTest, DecodeReadOrdersMatchReference) {
   using Isa = typename TypeParam::isa;
   using E = typename TypeParam::elem;
   if constexpr (simd::is_compiled<Isa>) {
-    // 8 and 12: AVX2's eight-row tiles alone and with a four-row remainder.
     constexpr std::size_t gqa[] = {1, 2, 3, 4, 8, 12};
-    attention::workspace ws;
-    for (std::uint32_t seed = 200; seed < 260; ++seed) {
-      const scenario<E> sc(seed, 1, seed % 2 == 0 ? 8 : 5, gqa[seed / 2 % 6]);
-      ASSERT_EQ(compare_with_reference<Isa>(sc, seed, static_cast<int>(seed % 3) + 1, ws), "");
+    for (const simd::f16_widening widening :
+         {simd::f16_widening::cheap, simd::f16_widening::costly}) {
+      const scoped_f16_widening set(widening);
+      attention::workspace ws;
+      for (std::uint32_t seed = 200; seed < 260; ++seed) {
+        const scenario<E> sc(seed, 1, seed % 2 == 0 ? 8 : 5, gqa[seed / 2 % 6]);
+        ASSERT_EQ(compare_with_reference<Isa>(sc, seed, static_cast<int>(seed % 3) + 1, ws), "")
+            << (widening == simd::f16_widening::costly ? "costly" : "cheap") << " widening";
+      }
     }
   }
 }

@@ -21,6 +21,7 @@
 #include "mnemo/base/aligned_buffer.hpp"
 #include "mnemo/base/parallel.hpp"
 #include "mnemo/simd/cpu.hpp"
+#include "mnemo/simd/f16_widening.hpp"
 
 namespace mnemo::attention {
 
@@ -189,7 +190,8 @@ status attend(const shape& sh, const params& p, const query_batch& q,
                        streams.data(),
                        order.data(),
                        (dtype::blocks_in_row<KE>(sh.d_k) * sizeof(KE)),
-                       (dtype::blocks_in_row<VE>(sh.d_v) * sizeof(VE))};
+                       (dtype::blocks_in_row<VE>(sh.d_v) * sizeof(VE)),
+                       simd::current_f16_widening()};
   // Writes the finished states of an item's (head, row)s to the output and lse.
   auto finish = [&](const detail::item& it, const float* o, const float* m, const float* l) {
     const detail::tile& t = *it.t;

@@ -77,7 +77,7 @@ inline const cpu_features& cpu() noexcept {
 
 /// True on AMD family 17h models below 30h (Zen 1 and Zen+): two 128-bit FMA pipes, and
 /// an F16C widening (vcvtph2ps ymm) that costs about three cycles per eight values, two
-/// of them on the FMA pipes. Kernels that widen f16 tune for it. Probed once.
+/// of them on the FMA pipes (simd::f16_widening). Probed once.
 inline bool is_zen1() noexcept {
 #if defined(MNEMO_ARCH_X86_64)
   static const bool zen1 = [] {

@@ -8,6 +8,7 @@
 #include "mnemo/simd/concepts.hpp"
 #include "mnemo/simd/cpu.hpp"
 #include "mnemo/simd/dispatch.hpp"
+#include "mnemo/simd/f16_widening.hpp"
 #include "mnemo/simd/half.hpp"
 #include "mnemo/simd/isa.hpp"
 #include "mnemo/simd/neon.hpp"

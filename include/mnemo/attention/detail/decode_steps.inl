@@ -13,26 +13,48 @@
 // - K in groups, V head by head (four to seven rows): a write-back per group would add
 //   about a fifth to the arithmetic, so only the K pass follows address order;
 // - head by head (eight rows and more, and q8_0/q4_0 from two rows; every item with
-//   AVX2 on Zen 1): the arithmetic bounds the call, so each pass works from cache with
-//   spread software prefetches (K pass: this block's V; V pass: the next block's K) and
-//   keeps output rows in registers.
+//   AVX2 where widening f16 is costly, simd::f16_widening): the arithmetic bounds the
+//   call, so each pass works from cache with spread software prefetches (K pass: this
+//   block's V; V pass: the next block's K) and keeps output rows in registers.
 // Included after tile_math.inl and block_steps.inl; @pre d_k % L == 0, d_v % L == 0.
 
-/// The dot tiles of head_logits: four rows x four cells, each K vector widened once for
-/// four rows. With AVX2's 16 vector registers that tile spills four of its accumulators
-/// (measured on Zen 1, four rows x two cells without spills was 5-8% slower at GQA 4),
-/// and eight rows took two tiles, each widening every K vector again: there rows go
-/// eight at a time with one cell first (8 accumulators, each K vector widened once for
-/// all eight rows, the query vectors loaded by the FMAs), each cell's K row prefetched
-/// into L1 k_dot_row_ahead cells ahead (it comes from L2 otherwise, one wait per cell).
-static constexpr bool k_dot_eight_rows = k_vector_registers == 16;
-static constexpr std::size_t k_dot_cells = 4;
+/// The register tiles of a decode head (head_logits, pv_decode). Q.K goes four query
+/// rows x four cells, each K vector widened once for four rows, and P.V pv_any's tiles.
+/// With AVX2's 16 vector registers the 4 x 4 tile spills four of its accumulators, so
+/// there the tiles follow the cost of widening f16 (simd::f16_widening):
+/// - cheap (measured on a Zen 4 core running the AVX2 build): four rows x three cells
+///   (12 accumulators, no spill) wherever a head has four rows or more: 11-17% less CPU
+///   time per call than 4 x 4 and the eight-row tiles below at GQA 4 and 8; two or three
+///   rows keep four cells (three were 10% slower at two rows);
+/// - costly (Zen 1): from eight rows, eight at a time with one cell (8 accumulators,
+///   each K vector widened once for all eight rows, the query vectors loaded by the
+///   FMAs; each cell's K row prefetched into L1 k_dot_row_ahead cells ahead, since it
+///   comes from L2 otherwise, one wait per cell) and P.V in pv_eight_rows; 4 x 4 below
+///   (four rows x two cells without spills was 5-8% slower at GQA 4 there).
+struct head_tiles {
+  bool eight_rows = false;    // eight-row tiles from eight rows per KV head
+  std::size_t dot_cells = 4;  // cells of a Q.K tile when a head has four rows or more
+  static constexpr head_tiles for_widening(simd::f16_widening w) noexcept {
+    if (k_vector_registers != 16) return {};
+    if (w == simd::f16_widening::costly) return {.eight_rows = true, .dot_cells = 4};
+    return {.eight_rows = false, .dot_cells = 3};
+  }
+  /// Rows of R that the eight-row tiles take.
+  constexpr std::size_t eight_row_rows(std::size_t R) const noexcept {
+    return eight_rows ? R / 8 * 8 : 0;
+  }
+  /// Cells of head_logits's four-row tiles over `rows` rows.
+  constexpr std::size_t cells_for(std::size_t rows) const noexcept {
+    return rows >= 4 ? dot_cells : 4;
+  }
+};
 static constexpr std::size_t k_dot_row_ahead = 2;
 
 /// head_logits's steps (tiles) for R rows and n_js cells: its cursor steps once per tile.
-static constexpr std::size_t head_logits_steps(std::size_t R, std::size_t n_js) noexcept {
-  const std::size_t r8 = k_dot_eight_rows ? R / 8 * 8 : 0;
-  return n_js * (r8 / 8) + (n_js + k_dot_cells - 1) / k_dot_cells * ((R - r8 + 3) / 4);
+static constexpr std::size_t head_logits_steps(std::size_t R, std::size_t n_js,
+                                               const head_tiles& tiles) noexcept {
+  const std::size_t r8 = tiles.eight_row_rows(R), cm = tiles.cells_for(R - r8);
+  return n_js * (r8 / 8) + (n_js + cm - 1) / cm * ((R - r8 + 3) / 4);
 }
 
 /// s[r * Bc + j] = q[r] . k_j for the R rows of one KV head and its kept cells js
@@ -42,15 +64,15 @@ static constexpr std::size_t head_logits_steps(std::size_t R, std::size_t n_js) 
 template <class RE>
 MNEMO_NOINLINE static void head_logits(const float* q, std::size_t R, std::size_t dk,
                                        const RE* const* krow, const std::uint32_t* js,
-                                       std::size_t n_js, float* s, prefetch_cursor& pf) noexcept {
-  constexpr std::size_t Bc = detail::k_block_cells, Cm = k_dot_cells;
+                                       std::size_t n_js, float* s, const head_tiles& tiles,
+                                       prefetch_cursor& pf) noexcept {
+  constexpr std::size_t Bc = detail::k_block_cells;
   prefetch_cursor cur = pf;  // a local copy stays in registers (pf may alias s)
-  std::size_t r8 = 0;
-  if constexpr (k_dot_eight_rows) {
-    r8 = R / 8 * 8;
+  const std::size_t r8 = tiles.eight_row_rows(R), Cm = tiles.cells_for(R - r8);
+  if constexpr (k_vector_registers == 16) {
     const std::size_t row_bytes = dtype::blocks_in_row<RE>(dk) * sizeof(RE);
-    for (std::size_t x = 0; x < n_js; ++x) {
-      if (r8 != 0 && x + k_dot_row_ahead < n_js)
+    for (std::size_t x = 0; x < n_js && r8 != 0; ++x) {
+      if (x + k_dot_row_ahead < n_js)
         for (std::size_t b = 0; b < row_bytes; b += 64)
           simd::prefetch(reinterpret_cast<const char*>(krow[x + k_dot_row_ahead]) + b,
                          simd::prefetch_target::l1);
@@ -111,23 +133,23 @@ MNEMO_NOINLINE static void pv_eight_rows(const float* p, std::size_t ldp, const 
 }
 
 /// o[R, dv] += P[R, cells js] . V[js, dv] for one decode head: pv_any, except that with
-/// AVX2's 16 registers rows go eight at a time first (pv_eight_rows), where pv_any's
+/// the eight-row tiles rows go eight at a time first (pv_eight_rows), where pv_any's
 /// four-row tiles widened every V vector twice. pf steps as pv_decode_steps counts.
 template <class RE>
 static void pv_decode(std::size_t R, const float* p, std::size_t ldp, const std::uint32_t* js,
                       std::size_t n_js, const RE* const* v, std::size_t dv, float* o,
-                      std::size_t ldo, prefetch_cursor& pf) noexcept {
+                      std::size_t ldo, const head_tiles& tiles, prefetch_cursor& pf) noexcept {
   std::size_t r = 0;
-  if constexpr (k_dot_eight_rows)
-    for (; r + 8 <= R; r += 8)
+  if constexpr (k_vector_registers == 16)
+    for (; r < tiles.eight_row_rows(R); r += 8)
       pv_eight_rows<RE>(p + r * ldp, ldp, js, n_js, v, dv, o + r * ldo, ldo, pf);
   if (r < R) pv_any<RE>(R - r, p + r * ldp, ldp, js, n_js, v, dv, o + r * ldo, ldo, pf);
 }
 
 /// pv_decode's steps (calls of prefetch_cursor::step) for R rows and n_js cells.
-static constexpr std::size_t pv_decode_steps(std::size_t R, std::size_t n_js,
-                                             std::size_t dv) noexcept {
-  const std::size_t r8 = k_dot_eight_rows ? R / 8 * 8 : 0;
+static constexpr std::size_t pv_decode_steps(std::size_t R, std::size_t n_js, std::size_t dv,
+                                             const head_tiles& tiles) noexcept {
+  const std::size_t r8 = tiles.eight_row_rows(R);
   return (r8 / 8) * (dv / L) * n_js + pv_steps(R - r8, n_js, dv);
 }
 
@@ -288,14 +310,15 @@ static void logits_by_head(const detail::call& c, const item_rows& rows, std::si
   vpf.p = rows.v + (j0 + js[0]) * rows.v_stride;
   vpf.end = rows.v + (j0 + js[n_js - 1]) * rows.v_stride + rows.v_bytes;
   const std::size_t lines = static_cast<std::size_t>(vpf.end - vpf.p + 63) / 64;
-  const std::size_t steps = H * head_logits_steps(R, n_js);
+  const head_tiles tiles = head_tiles::for_widening(c.widening);
+  const std::size_t steps = H * head_logits_steps(R, n_js, tiles);
   vpf.per_step = (lines + steps - 1) / steps;
   const KE* krow[Bc];
   for (std::size_t h = 0; h < H; ++h) {
     for (std::size_t x = 0; x < n_js; ++x)
       krow[x] =
           reinterpret_cast<const KE*>(rows.k + (j0 + js[x]) * rows.k_stride + h * c.k_head_bytes);
-    head_logits<KE>(w.q + h * R * dk, R, dk, krow, js, n_js, w.s + h * R * Bc, vpf);
+    head_logits<KE>(w.q + h * R * dk, R, dk, krow, js, n_js, w.s + h * R * Bc, tiles, vpf);
   }
 }
 
@@ -323,6 +346,7 @@ static void values_by_head(const detail::call& c, const item_rows& rows, std::si
                            std::size_t next_cells, bool next_v, const detail::scratch& w) noexcept {
   constexpr std::size_t Bc = detail::k_block_cells;
   const std::size_t dv = c.sh.d_v;
+  const head_tiles tiles = head_tiles::for_widening(c.widening);
   prefetch_cursor pf;
   if (next_cells != 0) {  // bytes of any element type
     const auto [base, stride, bytes] = next_v ? std::tuple(rows.v, rows.v_stride, rows.v_bytes)
@@ -330,7 +354,7 @@ static void values_by_head(const detail::call& c, const item_rows& rows, std::si
     pf.p = base + (j0 + Bc) * stride;
     pf.end = base + (j0 + Bc + next_cells - 1) * stride + bytes;
     const std::size_t lines = static_cast<std::size_t>(pf.end - pf.p + 63) / 64;
-    const std::size_t steps = H * pv_decode_steps(R, n_js, dv);
+    const std::size_t steps = H * pv_decode_steps(R, n_js, dv, tiles);
     pf.per_step = (lines + steps - 1) / steps;
   }
   const VE* vrow[Bc];
@@ -338,7 +362,7 @@ static void values_by_head(const detail::call& c, const item_rows& rows, std::si
     for (std::size_t x = 0; x < n_js; ++x)
       vrow[x] =
           reinterpret_cast<const VE*>(rows.v + (j0 + js[x]) * rows.v_stride + h * c.v_head_bytes);
-    pv_decode<VE>(R, w.s + h * R * Bc, Bc, js, n_js, vrow, dv, w.o + h * R * dv, dv, pf);
+    pv_decode<VE>(R, w.s + h * R * Bc, Bc, js, n_js, vrow, dv, w.o + h * R * dv, dv, tiles, pf);
   }
 }
 
@@ -379,13 +403,14 @@ static void logits_in_groups(const detail::call& c, const item_rows& rows, std::
                              const detail::scratch& w) noexcept {
   constexpr std::size_t Bc = detail::k_block_cells;
   const std::size_t dk = c.sh.d_k;
+  const head_tiles tiles = head_tiles::for_widening(c.widening);
   const KE* krow[k_group_cells];
   prefetch_cursor none;  // the groups' prefetches are the cell_ahead's
   for_each_group(n_js, H, ahead, [&](std::size_t x0, std::size_t n, std::size_t h) {
     for (std::size_t x = 0; x < n; ++x)
       krow[x] = reinterpret_cast<const KE*>(rows.k + (j0 + js[x0 + x]) * rows.k_stride +
                                             h * c.k_head_bytes);
-    head_logits<KE>(w.q + h * R * dk, R, dk, krow, js + x0, n, w.s + h * R * Bc, none);
+    head_logits<KE>(w.q + h * R * dk, R, dk, krow, js + x0, n, w.s + h * R * Bc, tiles, none);
   });
 }
 
@@ -399,13 +424,14 @@ static void values_in_groups(const detail::call& c, const item_rows& rows, std::
   constexpr std::size_t Bc = detail::k_block_cells;
   const std::size_t dv = c.sh.d_v;
   const cell_ahead ahead = rows.v_pass_ahead(j0, js, n_js, next_cells, k_group_ahead_bytes);
+  const head_tiles tiles = head_tiles::for_widening(c.widening);
   const VE* vrow[k_group_cells];
   prefetch_cursor none;
   for_each_group(n_js, H, ahead, [&](std::size_t x0, std::size_t n, std::size_t h) {
     for (std::size_t x = 0; x < n; ++x)
       vrow[x] = reinterpret_cast<const VE*>(rows.v + (j0 + js[x0 + x]) * rows.v_stride +
                                             h * c.v_head_bytes);
-    pv_decode<VE>(R, w.s + h * R * Bc, Bc, js + x0, n, vrow, dv, w.o + h * R * dv, dv, none);
+    pv_decode<VE>(R, w.s + h * R * Bc, Bc, js + x0, n, vrow, dv, w.o + h * R * dv, dv, tiles, none);
   });
 }
 
@@ -444,14 +470,16 @@ static void prefetch_first_block(const item_rows& rows, std::size_t j0, const st
     prefetch_rows(rows.k + (j0 + js[x]) * rows.k_stride, rows.k_bytes);
 }
 
-/// The order for an item of R rows per KV head (top of this file). AVX2 on Zen 1
-/// (simd::is_zen1) goes head by head at every R: there (f16, 16k cells) it took 30%
-/// less CPU time per call than address order at one row and groups at two, 12% less
+/// The order for an item of R rows per KV head (top of this file). AVX2 where widening
+/// f16 is costly (Zen 1) goes head by head at every R: there (f16, 16k cells) it took
+/// 30% less CPU time per call than address order at one row and groups at two, 12% less
 /// than K in groups at four; the core is bound by its F16C widening and FMAs before the
-/// reads. Other AVX2 CPUs were not measured and keep the orders below.
+/// reads. Elsewhere AVX2 keeps the orders below (on a Zen 4 core head by head read
+/// 0.76-0.82 of the paired read pass at one row, address order 0.87-0.91).
 template <class KE, class VE>
-static decode_order decode_order_for(std::size_t R) noexcept {
-  if (std::is_same_v<isa, simd::avx2> && simd::is_zen1()) return decode_order::heads;
+static decode_order decode_order_for(std::size_t R, simd::f16_widening widening) noexcept {
+  if (std::is_same_v<isa, simd::avx2> && widening == simd::f16_widening::costly)
+    return decode_order::heads;
   if (R == 1) return decode_order::address;
   if (!is_read_in_place<KE> || !is_read_in_place<VE> || R >= 8) return decode_order::heads;
   return R <= 3 ? decode_order::groups : decode_order::k_groups;
@@ -464,7 +492,7 @@ static void run_decode_item(const detail::call& c, const detail::item& it,
   const detail::tile& t = *it.t;
   const std::size_t g = c.sh.group(), dv = c.sh.d_v, R = t.count * g;
   const std::size_t h0 = it.head_begin, H = it.head_end - it.head_begin;
-  const decode_order order = decode_order_for<KE, VE>(R);
+  const decode_order order = decode_order_for<KE, VE>(R, c.widening);
   gather_queries(c, it, w.q);
   for (std::size_t i = 0; i < H * R * dv; ++i) w.o[i] = 0.0f;
   for (std::size_t r = 0; r < H * R; ++r) {

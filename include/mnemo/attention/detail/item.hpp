@@ -8,6 +8,7 @@
 
 #include "mnemo/attention/kv_view.hpp"
 #include "mnemo/attention/params.hpp"
+#include "mnemo/simd/f16_widening.hpp"
 
 namespace mnemo::attention::detail {
 
@@ -51,6 +52,7 @@ struct call {
   const std::uint32_t* order;  // token indices grouped by (stream, sequence)
   std::size_t k_head_bytes;    // bytes of one head's K row
   std::size_t v_head_bytes;
+  simd::f16_widening widening;  // the decode tiles and read order follow it (AVX2)
 };
 
 struct item {
