@@ -128,6 +128,15 @@ TEST(Q4_0Tiles, ReservedTilesShareOneBufferUntilItIsFull) {
   EXPECT_EQ(store.bytes(), 288u + 576u + 288u);
 }
 
+/// Sets whether models loaded during its lifetime get weight tiles (process-wide).
+struct scoped_weight_tiles {
+  bool saved = md::weight_tiles_enabled();
+  explicit scoped_weight_tiles(bool on) { md::set_weight_tiles_enabled(on); }
+  ~scoped_weight_tiles() { md::set_weight_tiles_enabled(saved); }
+  scoped_weight_tiles(const scoped_weight_tiles&) = delete;
+  scoped_weight_tiles& operator=(const scoped_weight_tiles&) = delete;
+};
+
 /// The logits of `tokens` decoded one token per call, or all in one call.
 std::vector<float> logits_of(const md::llama_model& m, const std::vector<mnemo::token_id>& tokens,
                              bool one_per_call) {
@@ -148,8 +157,11 @@ std::vector<float> logits_of(const md::llama_model& m, const std::vector<mnemo::
   return out;
 }
 
+// With tiles where the CPU reads them, and without (model::set_weight_tiles_enabled).
 TEST(Q4_0Tiles, OneTokenDecodesMatchTheBatchedPrompt) {
-  for (bool tied : {false, true}) {
+  for (int mode = 0; mode < 4; ++mode) {
+    const bool tied = (mode & 1) != 0, tiles_on = mode < 2;
+    const scoped_weight_tiles tiles_setting(tiles_on);
     mnemo_examples::random_llama_config c =
         mnemo_test::small_llama_config(dt::element_type::q4_0, k_seed);
     c.tied_output = tied;
@@ -163,7 +175,8 @@ TEST(Q4_0Tiles, OneTokenDecodesMatchTheBatchedPrompt) {
     // Rows in whole tiles per layer: q 64, k 32, v 32, o 64, gate 96, up 96 (rows of
     // 36 bytes), down 64 (54 bytes); the output head 288 of 300.
     const std::size_t want = 2 * ((64 + 32 + 32 + 64 + 96 + 96) * 36 + 64 * 54) + 288 * 36;
-    EXPECT_EQ(m->tile_bytes(), md::weight_tiles::used() ? want : 0u) << "tied " << tied;
+    EXPECT_EQ(m->tile_bytes(), tiles_on && md::weight_tiles::used() ? want : 0u)
+        << "tied " << tied << ", tiles enabled " << tiles_on;
     const std::vector<mnemo::token_id> tokens = {3, 250, 17, 99, 5, 42, 7, 299};
     const std::vector<float> one = logits_of(*m, tokens, true), all = logits_of(*m, tokens, false);
     ASSERT_EQ(one.size(), tokens.size() * c.n_vocab);

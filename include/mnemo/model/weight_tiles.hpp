@@ -5,9 +5,11 @@
 // weight::tiles at them; the other products and get_row keep reading the rows. So a
 // model's weights of these types take their bytes twice in memory: the rows in the
 // file's mapping (clean pages the kernel can drop while only one-token products run) and
-// the tiles.
+// the tiles. A host short of memory turns the tiles off before it loads a model
+// (set_weight_tiles_enabled(false)): the one-token products then read the rows.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <span>
 #include <type_traits>
@@ -50,15 +52,38 @@ inline std::size_t tiles_bound(std::span<const gguf::tensor> tensors) noexcept {
   return n;  // the file holds these bytes as rows, so the sum cannot overflow
 }
 
+namespace detail {
+inline std::atomic<bool>& weight_tiles_setting() noexcept {
+  static std::atomic<bool> on{true};
+  return on;
+}
+}  // namespace detail
+
+/// Whether models loaded from now on hold tiles where their one-token products would
+/// read them (the default). Process-wide, as simd::set_prefetch_target; a model keeps
+/// what it was loaded with.
+inline bool weight_tiles_enabled() noexcept {
+  return detail::weight_tiles_setting().load(std::memory_order_relaxed);
+}
+
+/// false: models loaded afterwards keep only the rows (no second copy of their q4_0 and
+/// k-quant weights; one-token products of those types read the rows, slower where the
+/// tiles would be used: docs/products.md).
+inline void set_weight_tiles_enabled(bool on) noexcept {
+  detail::weight_tiles_setting().store(on, std::memory_order_relaxed);
+}
+
 /// Owns the tiles of a model's q4_0 and k-quant weights.
 class weight_tiles {
  public:
-  /// Whether one-token products at simd::native, the ISA models run at by default, read
-  /// tiles on this CPU: native is AVX-512 and the CPU has VNNI and VBMI. (Elsewhere the
-  /// tiles would only take memory; a host that runs AVX-512 products in a build whose
-  /// native ISA is narrower attaches them with `always`.)
+  /// Whether models loaded now get tiles: they are enabled (weight_tiles_enabled) and
+  /// one-token products at simd::native, the ISA models run at by default, read tiles on
+  /// this CPU: native is AVX-512 and the CPU has VNNI and VBMI. (Elsewhere the tiles
+  /// would only take memory; a host that runs AVX-512 products in a build whose native
+  /// ISA is narrower attaches them with `always`.)
   static bool used() noexcept {
-    return std::is_same_v<simd::native, simd::avx512> && simd::detail::cpu().avx512_int8;
+    return weight_tiles_enabled() && std::is_same_v<simd::native, simd::avx512> &&
+           simd::detail::cpu().avx512_int8;
   }
 
   /// Where used(), one buffer of `bytes` (tiles_bound of a file) that attach fills
