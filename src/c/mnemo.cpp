@@ -15,6 +15,7 @@
 #include "mnemo/base/parallel.hpp"
 #include "mnemo/c/mnemo.h"
 #include "mnemo/engine/engine.hpp"
+#include "mnemo/model/weight_tiles.hpp"
 #include "mnemo/sampling.hpp"
 
 namespace {
@@ -191,6 +192,10 @@ int32_t mnemo_n_threads_batch(const mnemo_engine* e) {
   return e ? e->e.options().n_threads_batch : 0;
 }
 int32_t mnemo_default_thread_count(void) { return mnemo::default_thread_count(); }
+
+void mnemo_set_weight_tiles(int enabled) { mnemo::model::set_weight_tiles_enabled(enabled != 0); }
+
+int mnemo_weight_tiles(void) { return mnemo::model::weight_tiles_enabled() ? 1 : 0; }
 
 void mnemo_set_abort_callback(mnemo_engine* e, mnemo_abort_fn fn, void* user) {
   if (e == nullptr) return;

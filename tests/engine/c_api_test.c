@@ -75,6 +75,11 @@ int main(int argc, char** argv) {
   CHECK(mnemo_memory_bytes(e) > 0);
   CHECK(mnemo_n_threads(e) == 2 && mnemo_n_threads_batch(e) == 2);
   CHECK(mnemo_default_thread_count() >= 1);
+  CHECK(mnemo_weight_tiles() == 1);
+  mnemo_set_weight_tiles(0);
+  CHECK(mnemo_weight_tiles() == 0);
+  mnemo_set_weight_tiles(1);
+  CHECK(mnemo_weight_tiles() == 1);
   CHECK(mnemo_set_threads(e, 1, 2) == MNEMO_OK && mnemo_n_threads(e) == 1);
   CHECK(mnemo_set_threads(e, -1, 0) == MNEMO_INVALID_ARGUMENT);
 

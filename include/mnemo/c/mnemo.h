@@ -117,6 +117,11 @@ MNEMO_C_API int32_t mnemo_n_threads(const mnemo_engine* e);
 MNEMO_C_API int32_t mnemo_n_threads_batch(const mnemo_engine* e);
 /* Physical cores available to this process. */
 MNEMO_C_API int32_t mnemo_default_thread_count(void);
+/* Process-wide, before mnemo_open: 0 loads q4_0 and k-quant weights without their second
+ * copy as tiles (less memory, slower generation on AVX-512 VNNI CPUs; docs/products.md),
+ * nonzero (the default) with it. Engines already open keep theirs. */
+MNEMO_C_API void mnemo_set_weight_tiles(int enabled);
+MNEMO_C_API int mnemo_weight_tiles(void);
 MNEMO_C_API void mnemo_set_abort_callback(mnemo_engine* e, mnemo_abort_fn fn, void* user);
 
 /* ---- text ------------------------------------------------------------------------- */
