@@ -135,8 +135,9 @@ std::vector<double> rotated(std::vector<double> x, Angle a) {
 }
 
 /// Expected Attention against the fp64 model, without RoPE or with RoPE (normal
-/// layout, base 10000) on the given queries and keys.
-void expected_attention_rule(bool with_rope) {
+/// layout, base 10000) on the given queries and keys. A negative epsilon drives scores
+/// below 0, which count as 0 (not as a cell still unscored, which stays protected).
+void expected_attention_rule(bool with_rope, float epsilon) {
   const synthetic s = data(100, 13);
   const std::size_t d = s.d, H = s.n_head, Hk = s.n_head_kv, g = H / Hk, window = 6, every = 8;
   const std::size_t n_future = 7;
@@ -145,7 +146,7 @@ void expected_attention_rule(bool with_rope) {
   p.n_future = n_future;
   p.n_sink = 0;
   p.recent = 3;
-  p.epsilon = 0.01f;
+  p.epsilon = epsilon;
   p.n_head_kv = Hk;
   p.d_v = d;
   p.group = g;
@@ -246,7 +247,7 @@ void expected_attention_rule(bool with_rope) {
         if (!now(cs[c])) continue;
         double a = 0.0;
         for (std::size_t qh = 0; qh < H; ++qh) a += std::exp(z[qh][c] - lse[qh]) / double(H);
-        cs[c].st[0] = (a + 0.01) * cs[c].st[1];
+        cs[c].st[0] = std::max(0.0, (a + double(epsilon)) * cs[c].st[1]);
       }
       if (all) {
         scored = true;
@@ -264,7 +265,8 @@ void expected_attention_rule(bool with_rope) {
 // every cell and keep each head's log-sum-exp L; in between, the decoded tokens are
 // scored against L, `recent` of them at a time.
 TEST(EvictScoreRules, ExpectedAttentionQueryStatistics) {
-  for (bool with_rope : {false, true}) expected_attention_rule(with_rope);
+  for (bool with_rope : {false, true}) expected_attention_rule(with_rope, 0.01f);
+  expected_attention_rule(false, -0.5f);
 }
 
 TEST(EvictScoreRules, ExpectedAttentionMeanRotationIsTheAverageOfRotations) {

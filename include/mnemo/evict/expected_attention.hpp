@@ -51,7 +51,7 @@ struct expected_attention {
   pos_t n_sink = 4;                 // protected first positions; their query rows are skipped
   std::size_t recent = 16;          // protected newest positions
   std::size_t rescore_every = 512;  // decode steps between rescores of every cell
-  float epsilon = 0.0f;
+  float epsilon = 0.0f;             // added to the expected attention; a score below 0 counts as 0
   std::size_t n_head_kv = 1, d_v = 0;  // the value row's geometry (set by the user)
   std::size_t group = 1;               // query heads per KV head (the model's)
   attention::rope_config rope;         // the model's (hparams().rope())
@@ -209,7 +209,9 @@ struct expected_attention {
     for (std::size_t h = 0; h < QH; ++h) add_exp_f32(&z[h * m], m, lse[h], a.data());
     for (std::size_t t = 0; t < m; ++t) {
       const std::size_t j = todo[t];
-      v.state[2 * j] = (a[t] / static_cast<float>(QH) + epsilon) * v.state[2 * j + 1];
+      // At least 0: a negative score marks a cell not scored yet (protected).
+      v.state[2 * j] =
+          std::max(0.0f, (a[t] / static_cast<float>(QH) + epsilon) * v.state[2 * j + 1]);
     }
   }
   float score(const step_info&, slot_view v, std::size_t slot) const noexcept {
