@@ -9,7 +9,6 @@
 // (set_weight_tiles_enabled(false)): the one-token products then read the rows.
 #pragma once
 
-#include <atomic>
 #include <cstddef>
 #include <span>
 #include <type_traits>
@@ -17,6 +16,7 @@
 #include <vector>
 
 #include "mnemo/base/aligned_buffer.hpp"
+#include "mnemo/base/process_setting.hpp"
 #include "mnemo/dtype/element_type.hpp"
 #include "mnemo/gguf/tensor.hpp"
 #include "mnemo/model/q2_K_tiles.hpp"
@@ -53,8 +53,8 @@ inline std::size_t tiles_bound(std::span<const gguf::tensor> tensors) noexcept {
 }
 
 namespace detail {
-inline std::atomic<bool>& weight_tiles_setting() noexcept {
-  static std::atomic<bool> on{true};
+inline process_setting<bool>& weight_tiles_setting() noexcept {
+  static process_setting<bool> on{true};
   return on;
 }
 }  // namespace detail
@@ -62,16 +62,12 @@ inline std::atomic<bool>& weight_tiles_setting() noexcept {
 /// Whether models loaded from now on hold tiles where their one-token products would
 /// read them (the default). Process-wide, as simd::set_prefetch_target; a model keeps
 /// what it was loaded with.
-inline bool weight_tiles_enabled() noexcept {
-  return detail::weight_tiles_setting().load(std::memory_order_relaxed);
-}
+inline bool weight_tiles_enabled() noexcept { return detail::weight_tiles_setting().get(); }
 
 /// false: models loaded afterwards keep only the rows (no second copy of their q4_0 and
 /// k-quant weights; one-token products of those types read the rows, slower where the
 /// tiles would be used: docs/products.md).
-inline void set_weight_tiles_enabled(bool on) noexcept {
-  detail::weight_tiles_setting().store(on, std::memory_order_relaxed);
-}
+inline void set_weight_tiles_enabled(bool on) noexcept { detail::weight_tiles_setting().set(on); }
 
 /// Owns the tiles of a model's q4_0 and k-quant weights.
 class weight_tiles {

@@ -12,9 +12,9 @@
 //   simd::set_f16_widening(simd::f16_widening::costly);
 #pragma once
 
-#include <atomic>
 #include <cstdint>
 
+#include "mnemo/base/process_setting.hpp"
 #include "mnemo/simd/cpu.hpp"
 
 namespace mnemo::simd {
@@ -28,20 +28,16 @@ inline f16_widening detect_f16_widening() noexcept {
 }
 
 namespace detail {
-inline std::atomic<f16_widening>& f16_widening_setting() noexcept {
-  static std::atomic<f16_widening> w{detect_f16_widening()};
+inline process_setting<f16_widening>& f16_widening_setting() noexcept {
+  static process_setting<f16_widening> w{detect_f16_widening()};
   return w;
 }
 }  // namespace detail
 
 /// The cost the kernels assume now (read once per call by each kernel).
-inline f16_widening current_f16_widening() noexcept {
-  return detail::f16_widening_setting().load(std::memory_order_relaxed);
-}
+inline f16_widening current_f16_widening() noexcept { return detail::f16_widening_setting().get(); }
 
 /// Sets the cost for calls that start afterwards (calls running keep theirs).
-inline void set_f16_widening(f16_widening w) noexcept {
-  detail::f16_widening_setting().store(w, std::memory_order_relaxed);
-}
+inline void set_f16_widening(f16_widening w) noexcept { detail::f16_widening_setting().set(w); }
 
 }  // namespace mnemo::simd

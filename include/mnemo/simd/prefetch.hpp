@@ -19,10 +19,10 @@
 //   simd::prefetch(p, simd::current_prefetch_target());
 #pragma once
 
-#include <atomic>
 #include <cstdint>
 
 #include "mnemo/base/config.hpp"
+#include "mnemo/base/process_setting.hpp"
 
 #if defined(MNEMO_ARCH_X86_64)
 #include <cpuid.h>
@@ -50,20 +50,20 @@ inline prefetch_target detect_prefetch_target() noexcept {
 }
 
 namespace detail {
-inline std::atomic<prefetch_target>& prefetch_target_setting() noexcept {
-  static std::atomic<prefetch_target> t{detect_prefetch_target()};
+inline process_setting<prefetch_target>& prefetch_target_setting() noexcept {
+  static process_setting<prefetch_target> t{detect_prefetch_target()};
   return t;
 }
 }  // namespace detail
 
 /// The target the kernels use now (read once per call by each kernel).
 inline prefetch_target current_prefetch_target() noexcept {
-  return detail::prefetch_target_setting().load(std::memory_order_relaxed);
+  return detail::prefetch_target_setting().get();
 }
 
 /// Sets the target for calls that start afterwards (calls running keep theirs).
 inline void set_prefetch_target(prefetch_target t) noexcept {
-  detail::prefetch_target_setting().store(t, std::memory_order_relaxed);
+  detail::prefetch_target_setting().set(t);
 }
 
 /// Asks for the line at p to be brought into t's cache; never faults.
