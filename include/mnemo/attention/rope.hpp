@@ -131,7 +131,13 @@ struct rope_config {
 struct rope_table {
   std::vector<float> cos, sin;  // [n_rot / 2]
 
-  rope_table(const rope_config& r, double p) : cos(r.n_rot / 2), sin(r.n_rot / 2) {
+  rope_table() = default;
+  rope_table(const rope_config& r, double p) { fill(r, p); }
+
+  /// The angles of position p, in place (no allocation once the table has n_rot / 2 pairs).
+  void fill(const rope_config& r, double p) {
+    cos.resize(r.n_rot / 2);
+    sin.resize(r.n_rot / 2);
     const double log_base = std::log(static_cast<double>(r.freq_base));
     for (std::size_t i = 0; i < cos.size(); ++i) {
       const double theta = p * r.pair_frequency(i, log_base);

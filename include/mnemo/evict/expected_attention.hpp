@@ -156,6 +156,7 @@ struct expected_attention {
     if (sg.query == nullptr || window == 0 || v.lane.size() != header + QH + window * QH * d)
       return;  // no queries, or not the geometry lane_floats was given (group, d_k)
     float* ring = v.lane.data() + header + QH;
+    thread_local attention::rope_table back;  // refilled per row, its storage reused
     v.will_write(0, header);
     for (std::size_t r = 0; r < sg.rows; ++r) {
       if (sg.row_pos[r] < n_sink) continue;
@@ -164,7 +165,7 @@ struct expected_attention {
       v.will_write(header + QH + i * QH * d, QH * d);
       for (std::size_t e = 0; e < QH * d; ++e) dst[e] = sg.query[r * QH * d + e];
       if (rope.layout != attention::rope_layout::none && sg.row_pos[r] != 0) {
-        const attention::rope_table back(rope, -static_cast<double>(sg.row_pos[r]));
+        back.fill(rope, -static_cast<double>(sg.row_pos[r]));
         for (std::size_t h = 0; h < QH; ++h) attention::rope_apply(rope, back, dst + h * d);
       }
       v.lane[next] = static_cast<float>((i + 1) % window);

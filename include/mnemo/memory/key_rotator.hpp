@@ -28,7 +28,7 @@ class key_rotator {
   void rotate(KE* k, pos_t shift) {
     if (shift != table_shift_) {
       table_shift_ = shift;
-      table_ = attention::rope_table(rope_, static_cast<double>(shift));
+      table_.fill(rope_, static_cast<double>(shift));
     }
     dtype::row_kernels<Isa>::decode(k, row_.data(), row_.size());
     for (std::size_t h = 0; h < n_head_; ++h)
