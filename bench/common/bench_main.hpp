@@ -7,6 +7,7 @@
 //   MNEMO_BENCH_MAIN();
 #pragma once
 
+#include <cstddef>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -14,48 +15,51 @@
 #include "common/machine_limits.hpp"
 #include <benchmark/benchmark.h>
 
+#include "mnemo/attention/product_precision.hpp"
 #include "mnemo/simd/f16_widening.hpp"
 #include "mnemo/simd/prefetch.hpp"
 
 namespace mnemo_bench {
 
-/// MNEMO_PREFETCH=l1|l2 overrides the CPU's default simd::prefetch_target (to measure
-/// which one a machine wants); false on any other value.
-inline bool apply_prefetch_setting() {
-  using mnemo::simd::prefetch_target;
-  if (const char* v = std::getenv("MNEMO_PREFETCH")) {
-    if (std::strcmp(v, "l1") == 0) {
-      mnemo::simd::set_prefetch_target(prefetch_target::l1);
-    } else if (std::strcmp(v, "l2") == 0) {
-      mnemo::simd::set_prefetch_target(prefetch_target::l2);
-    } else {
-      std::fprintf(stderr, "MNEMO_PREFETCH must be l1 or l2, not '%s'\n", v);
+/// Sets a process-wide setting from environment variable `var` when it is set: one of
+/// `names`, the enum's values in order; records the value in force in the run's context
+/// under `key`. False (with a message) on any other value.
+template <class E, std::size_t N>
+bool apply_env_setting(const char* var, const char* key, const char* const (&names)[N],
+                       void (*set)(E) noexcept, E (*get)() noexcept) {
+  if (const char* v = std::getenv(var)) {
+    std::size_t i = 0;
+    while (i < N && std::strcmp(v, names[i]) != 0) ++i;
+    if (i == N) {
+      std::fprintf(stderr, "%s must be %s or %s, not '%s'\n", var, names[0], names[N - 1], v);
       return false;
     }
+    set(static_cast<E>(i));
   }
-  const bool l2 = mnemo::simd::current_prefetch_target() == prefetch_target::l2;
-  benchmark::AddCustomContext("mnemo_prefetch", l2 ? "l2" : "l1");
+  benchmark::AddCustomContext(key, names[static_cast<std::size_t>(get())]);
   return true;
 }
 
-/// MNEMO_F16_WIDENING=cheap|costly overrides the CPU's default simd::f16_widening (the
-/// AVX2 decode tiles and read order: to compare them on one machine); false on any
-/// other value.
-inline bool apply_f16_widening_setting() {
-  using mnemo::simd::f16_widening;
-  if (const char* v = std::getenv("MNEMO_F16_WIDENING")) {
-    if (std::strcmp(v, "cheap") == 0) {
-      mnemo::simd::set_f16_widening(f16_widening::cheap);
-    } else if (std::strcmp(v, "costly") == 0) {
-      mnemo::simd::set_f16_widening(f16_widening::costly);
-    } else {
-      std::fprintf(stderr, "MNEMO_F16_WIDENING must be cheap or costly, not '%s'\n", v);
-      return false;
-    }
-  }
-  const bool costly = mnemo::simd::current_f16_widening() == f16_widening::costly;
-  benchmark::AddCustomContext("mnemo_f16_widening", costly ? "costly" : "cheap");
-  return true;
+/// The settings a run can be measured under, to compare them on one machine:
+/// MNEMO_PREFETCH=l1|l2 (simd::prefetch_target), MNEMO_F16_WIDENING=cheap|costly (the
+/// AVX2 decode tiles and read order), MNEMO_PRODUCT_PRECISION=f32|bf16 (the decode
+/// tiles' Q.K products).
+inline bool apply_settings() {
+  namespace simd = mnemo::simd;
+  namespace attention = mnemo::attention;
+  static constexpr const char* prefetch[] = {"l1", "l2"};
+  static constexpr const char* widening[] = {"cheap", "costly"};
+  static constexpr const char* precision[] = {"f32", "bf16"};
+  static_assert(static_cast<int>(simd::prefetch_target::l2) == 1 &&
+                static_cast<int>(simd::f16_widening::costly) == 1 &&
+                static_cast<int>(attention::product_precision::bf16) == 1);
+  return apply_env_setting("MNEMO_PREFETCH", "mnemo_prefetch", prefetch, &simd::set_prefetch_target,
+                           &simd::current_prefetch_target) &&
+         apply_env_setting("MNEMO_F16_WIDENING", "mnemo_f16_widening", widening,
+                           &simd::set_f16_widening, &simd::current_f16_widening) &&
+         apply_env_setting("MNEMO_PRODUCT_PRECISION", "mnemo_product_precision", precision,
+                           &attention::set_product_precision,
+                           &attention::current_product_precision);
 }
 
 /// Parses the Google Benchmark flags, probes the machine and runs the selected
@@ -63,7 +67,7 @@ inline bool apply_f16_widening_setting() {
 inline int run_benchmarks(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  if (!apply_prefetch_setting() || !apply_f16_widening_setting()) return 1;
+  if (!apply_settings()) return 1;
   add_machine_limits_context();
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();

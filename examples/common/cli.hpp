@@ -25,6 +25,7 @@
 #include <string_view>
 #include <vector>
 
+#include "mnemo/attention/product_precision.hpp"
 #include "mnemo/engine/options.hpp"
 #include "mnemo/gguf/file.hpp"
 #include "mnemo/model/weight_tiles.hpp"
@@ -126,6 +127,7 @@ struct runtime_options {
   std::string prefetch;  // "" (the CPU's default) | l1 | l2: simd::prefetch_target
   bool no_mmap = false;  // read the model into memory (gguf::access::read) instead of mapping it
   bool no_weight_tiles = false;  // keep q4_0 / k-quant weights only as rows (weight_tiles.hpp)
+  bool bf16_products = false;    // decode attention in bf16 products (product_precision.hpp)
 };
 
 /// How the runtime examples open their model file.
@@ -137,7 +139,7 @@ inline constexpr const char* k_runtime_usage =
     "       [--memory auto|full|split|iswa|iswa-split|recurrent|hybrid|hybrid-split]\n"
     "       [--kv f32|f16|bf16|q8_0|q4_0] [--threads N]\n"
     "       [--ctx N] [--ubatch N] [--batch N] [--prefetch l1|l2] [--no-mmap]\n"
-    "       [--no-weight-tiles]\n";
+    "       [--no-weight-tiles] [--bf16-products]\n";
 
 inline bool is_memory_name(std::string_view v) { return mnemo::parse_memory_kind(v).is_ok(); }
 inline bool is_kv_name(std::string_view v) { return mnemo::parse_kv_type(v).is_ok(); }
@@ -163,9 +165,11 @@ enum class option_parse { not_mine, taken, bad };
 /// Consumes one runtime option at the cursor, if the current argument is one.
 inline option_parse parse_runtime_option(arg_cursor& args, runtime_options& o) {
   const std::string_view a = args.peek();
-  if (a == "--no-mmap" || a == "--no-weight-tiles") {  // the runtime options without a value
+  if (a == "--no-mmap" || a == "--no-weight-tiles" || a == "--bf16-products") {  // no value
     args.take();
-    (a == "--no-mmap" ? o.no_mmap : o.no_weight_tiles) = true;
+    (a == "--no-mmap"           ? o.no_mmap
+     : a == "--no-weight-tiles" ? o.no_weight_tiles
+                                : o.bf16_products) = true;
     return option_parse::taken;
   }
   const bool mine = a == "--memory" || a == "--kv" || a == "--threads" || a == "--ctx" ||
@@ -201,11 +205,14 @@ inline option_parse parse_runtime_option(arg_cursor& args, runtime_options& o) {
 }
 
 /// Applies the options that are process-wide settings of the library (the software
-/// prefetch target, weight tiles); the others go to the context. Call before loading.
+/// prefetch target, weight tiles, the attention's product precision); the others go to
+/// the context. Call before loading.
 inline void apply_process_settings(const runtime_options& o) {
   if (o.prefetch == "l1") mnemo::simd::set_prefetch_target(mnemo::simd::prefetch_target::l1);
   if (o.prefetch == "l2") mnemo::simd::set_prefetch_target(mnemo::simd::prefetch_target::l2);
   if (o.no_weight_tiles) mnemo::model::set_weight_tiles_enabled(false);
+  if (o.bf16_products)
+    mnemo::attention::set_product_precision(mnemo::attention::product_precision::bf16);
 }
 
 /// "l1" or "l2": the prefetch target calls use now.

@@ -75,6 +75,7 @@ def load_library(path):
         "mnemo_seq_keep": (C.c_int, [P, C.c_int32]),
         "mnemo_seq_add": (C.c_int, [P, C.c_int32, C.c_int32, C.c_int32, C.c_int32]),
         "mnemo_set_weight_tiles": (None, [C.c_int]),
+        "mnemo_set_bf16_products": (None, [C.c_int]),
     }
     for name, (res, args) in sig.items():
         fn = getattr(lib, name)
@@ -240,10 +241,14 @@ def main():
     p.add_argument("--replay", nargs=3, metavar=("SCENARIO", "REF", "TOL"))
     p.add_argument("--no-weight-tiles", action="store_true",
                    help="load q4_0 / k-quant weights without their tiles (less memory)")
+    p.add_argument("--bf16-products", action="store_true",
+                   help="decode attention in bf16 products where the CPU has AVX512_BF16")
     args = p.parse_args()
     lib = load_library(args.lib)
     if args.no_weight_tiles:
         lib.mnemo_set_weight_tiles(0)
+    if args.bf16_products:
+        lib.mnemo_set_bf16_products(1)
     try:
         return replay(lib, args) if args.replay else generate(lib, args)
     except MnemoError as err:

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "mnemo/attention/product_precision.hpp"
 #include "mnemo/base/parallel.hpp"
 #include "mnemo/c/mnemo.h"
 #include "mnemo/engine/engine.hpp"
@@ -196,6 +197,22 @@ int32_t mnemo_default_thread_count(void) { return mnemo::default_thread_count();
 void mnemo_set_weight_tiles(int enabled) { mnemo::model::set_weight_tiles_enabled(enabled != 0); }
 
 int mnemo_weight_tiles(void) { return mnemo::model::weight_tiles_enabled() ? 1 : 0; }
+
+void mnemo_set_bf16_products(int enabled) {
+  using mnemo::attention::product_precision;
+  mnemo::attention::set_product_precision(enabled != 0 ? product_precision::bf16
+                                                       : product_precision::f32);
+}
+
+int mnemo_bf16_products(void) {
+  return mnemo::attention::current_product_precision() == mnemo::attention::product_precision::bf16
+             ? 1
+             : 0;
+}
+
+int mnemo_bf16_products_supported(void) {
+  return mnemo::attention::bf16_products_supported() ? 1 : 0;
+}
 
 void mnemo_set_abort_callback(mnemo_engine* e, mnemo_abort_fn fn, void* user) {
   if (e == nullptr) return;

@@ -13,9 +13,11 @@
 #include <gtest/gtest.h>
 
 #include "mnemo/attention/attend.hpp"
+#include "mnemo/attention/product_precision.hpp"
 #include "mnemo/attention/reference.hpp"
 #include "mnemo/simd/cpu.hpp"
 #include "mnemo/simd/f16_widening.hpp"
+#include "mnemo/simd/half.hpp"
 
 namespace {
 
@@ -211,6 +213,122 @@ TYPED_TEST(AttendTest, DecodeReadOrdersMatchReference) {
         ASSERT_EQ(compare_with_reference<Isa>(sc, seed, static_cast<int>(seed % 3) + 1, ws), "")
             << (widening == simd::f16_widening::costly ? "costly" : "cheap") << " widening";
       }
+    }
+  }
+}
+
+/// Sets the process-wide logit precision for its lifetime.
+struct scoped_product_precision {
+  attention::product_precision saved = attention::current_product_precision();
+  explicit scoped_product_precision(attention::product_precision p) {
+    attention::set_product_precision(p);
+  }
+  ~scoped_product_precision() { attention::set_product_precision(saved); }
+  scoped_product_precision(const scoped_product_precision&) = delete;
+  scoped_product_precision& operator=(const scoped_product_precision&) = delete;
+};
+
+/// The model of bf16 products: `sc` with its scaled queries and its K and V values
+/// rounded to bf16 (round to nearest even), K and V held as f32 rows, scale 1.
+template <class E>
+struct bf16_product_model {
+  attention::params p;
+  std::vector<float> q;
+  std::vector<std::vector<float>> k, v;  // per stream, [cells, n_head_kv, d]
+  std::vector<std::vector<attention::kv_segment>> segments;
+  std::vector<attention::kv_view> views;
+
+  static float round(float x) { return simd::bf16_bits_to_f32(simd::f32_to_bf16_bits(x)); }
+
+  /// Rows [cells, n_head_kv, d] of f32 rounded to bf16 from rows of E (stride bytes apart).
+  static void round_rows(const void* rows, std::size_t stride, std::size_t cells, std::size_t heads,
+                         std::size_t d, float* dst) {
+    const std::size_t head_bytes = dtype::blocks_in_row<E>(d) * sizeof(E);
+    for (std::size_t j = 0; j < cells; ++j)
+      for (std::size_t h = 0; h < heads; ++h) {
+        float* out = dst + (j * heads + h) * d;
+        dtype::decode_row<simd::scalar>(
+            reinterpret_cast<const E*>(static_cast<const std::byte*>(rows) + j * stride +
+                                       h * head_bytes),
+            out, d);
+        for (std::size_t i = 0; i < d; ++i) out[i] = round(out[i]);
+      }
+  }
+
+  explicit bf16_product_model(const scenario<E>& sc) : p(sc.p) {
+    p.scale = 1.0f;
+    for (const float x : sc.q) q.push_back(round(x * sc.p.scale));
+    const std::size_t kr = sc.sh.n_head_kv * sc.sh.d_k, vr = sc.sh.n_head_kv * sc.sh.d_v;
+    for (const auto& st : sc.streams) {
+      std::vector<float>& ks = k.emplace_back(st.pos.size() * kr);
+      std::vector<float>& vs = v.emplace_back(st.pos.size() * vr);
+      std::size_t cell = 0;
+      for (auto& seg : segments.emplace_back(st.segments)) {
+        round_rows(seg.k, seg.k_stride, seg.n_cells, sc.sh.n_head_kv, sc.sh.d_k,
+                   ks.data() + cell * kr);
+        round_rows(seg.v, seg.v_stride, seg.n_cells, sc.sh.n_head_kv, sc.sh.d_v,
+                   vs.data() + cell * vr);
+        seg.k = ks.data() + cell * kr;
+        seg.v = vs.data() + cell * vr;
+        seg.k_stride = kr * sizeof(float);
+        seg.v_stride = vr * sizeof(float);
+        cell += seg.n_cells;
+      }
+    }
+    for (const auto& segs : segments) views.push_back(attention::kv_view{segs});
+  }
+};
+
+// With bf16 products requested, decode items of 8 to 16 rows per KV head on a CPU with
+// AVX512_BF16 (AVX-512 kernels, K and V as f16 or bf16) equal the double-precision
+// reference over bf16-rounded queries, keys and values, within the rounding of the
+// probabilities to bf16 (relative 2^-9, values in [-1, 1]); bf16_dots_test checks the
+// tiles exactly. Every other ISA, element type, CPU, and fewer rows keep f32 products
+// and equal the plain reference. One token per sequence at GQA 2, 3, 4, 8 and 12 takes
+// every read order; d 80 leaves half a bf16 vector per row.
+TYPED_TEST(AttendTest, Bf16ProductsMatchTheirModel) {
+  using Isa = typename TypeParam::isa;
+  using E = typename TypeParam::elem;
+  if constexpr (simd::is_compiled<Isa>) {
+    constexpr std::size_t gqa[] = {2, 3, 4, 8, 12};
+    const bool bf16_cpu = std::is_same_v<Isa, simd::avx512> &&
+                          attention::bf16_products_supported() &&
+                          (std::is_same_v<E, dtype::f16> || std::is_same_v<E, dtype::bf16>);
+    const scoped_product_precision set(attention::product_precision::bf16);
+    attention::workspace ws;
+    std::size_t differs_from_f32 = 0;
+    for (std::uint32_t seed = 300; seed < 340; ++seed) {
+      const std::size_t group = gqa[seed / 2 % 5];
+      const bool rounds = bf16_cpu && group >= 8;
+      const scenario<E> sc(seed, 1, seed % 2 == 0 ? 8 : 5, group);
+      const auto views = sc.views();
+      const std::size_t n = sc.pos.size() * sc.sh.n_head * sc.sh.d_v;
+      std::vector<float> f32_ref(n), ref(n), got(n, NAN);
+      ASSERT_TRUE((attention::reference_attend<E, E>(sc.sh, sc.p, sc.batch(), views, f32_ref.data())
+                       .is_ok()));
+      if (rounds) {
+        const bf16_product_model<E> m(sc);
+        const attention::query_batch qb{m.q.data(), sc.pos.size(), sc.pos.data(), sc.seq.data(),
+                                        sc.stream.data()};
+        ASSERT_TRUE((attention::reference_attend<float, float>(sc.sh, m.p, qb, m.views, ref.data())
+                         .is_ok()));
+      } else {
+        ref = f32_ref;
+      }
+      attention::options opt;
+      opt.n_threads = static_cast<int>(seed % 3) + 1;
+      ASSERT_TRUE((attention::attend<Isa, E, E>(sc.sh, sc.p, sc.batch(), views, got.data(), ws, opt)
+                       .is_ok()));
+      const auto i = first_difference(ref, got, rounds ? 4e-3f : k_tol);
+      ASSERT_EQ(i, -1) << "seed " << seed << " (" << sc.describe() << ", "
+                       << (rounds ? "bf16" : "f32") << " products): first difference at " << i
+                       << ": reference " << ref[static_cast<std::size_t>(i)] << ", got "
+                       << got[static_cast<std::size_t>(i)];
+      differs_from_f32 += rounds && first_difference(f32_ref, got, k_tol) >= 0;
+    }
+    // The rounding is visible: f32 products would not give these outputs.
+    if (bf16_cpu) {
+      EXPECT_GT(differs_from_f32, 8u);
     }
   }
 }

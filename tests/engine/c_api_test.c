@@ -80,6 +80,11 @@ int main(int argc, char** argv) {
   CHECK(mnemo_weight_tiles() == 0);
   mnemo_set_weight_tiles(1);
   CHECK(mnemo_weight_tiles() == 1);
+  CHECK(mnemo_bf16_products() == 0);
+  mnemo_set_bf16_products(1);
+  CHECK(mnemo_bf16_products() == 1);
+  mnemo_set_bf16_products(0);
+  CHECK(mnemo_bf16_products() == 0);
   CHECK(mnemo_set_threads(e, 1, 2) == MNEMO_OK && mnemo_n_threads(e) == 1);
   CHECK(mnemo_set_threads(e, -1, 0) == MNEMO_INVALID_ARGUMENT);
 

@@ -16,6 +16,7 @@
 #include "mnemo/attention/detail/validate.hpp"
 #include "mnemo/attention/kv_view.hpp"
 #include "mnemo/attention/params.hpp"
+#include "mnemo/attention/product_precision.hpp"
 #include "mnemo/attention/sink.hpp"
 #include "mnemo/attention/state.hpp"
 #include "mnemo/base/aligned_buffer.hpp"
@@ -191,7 +192,10 @@ status attend(const shape& sh, const params& p, const query_batch& q,
                        order.data(),
                        (dtype::blocks_in_row<KE>(sh.d_k) * sizeof(KE)),
                        (dtype::blocks_in_row<VE>(sh.d_v) * sizeof(VE)),
-                       simd::current_f16_widening()};
+                       simd::current_f16_widening(),
+                       std::is_same_v<Isa, simd::avx512> &&
+                           current_product_precision() == product_precision::bf16 &&
+                           bf16_products_supported()};
   // Writes the finished states of an item's (head, row)s to the output and lse.
   auto finish = [&](const detail::item& it, const float* o, const float* m, const float* l) {
     const detail::tile& t = *it.t;

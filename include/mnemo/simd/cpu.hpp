@@ -25,6 +25,7 @@ struct cpu_features {
   bool avx2 = false;         // AVX2 + FMA + F16C + BMI1/2, and the OS saves YMM state
   bool avx512 = false;       // AVX-512 F/BW/DQ/VL on top of that, and the OS saves ZMM state
   bool avx512_int8 = false;  // AVX-512 VNNI + VBMI on top of avx512 (8-bit dot products)
+  bool avx512_bf16 = false;  // AVX512_BF16 on top of avx512 (vdpbf16ps)
   bool neon = false;
 };
 
@@ -51,6 +52,7 @@ inline cpu_features probe_cpu_features() noexcept {
   f.avx512 = f.avx2 && os_zmm && avx512f && avx512dq && avx512bw && avx512vl;
   const bool vbmi = c & (1u << 1), vnni = c & (1u << 11);
   f.avx512_int8 = f.avx512 && vbmi && vnni;
+  if (f.avx512 && a >= 1 && __get_cpuid_count(7, 1, &a, &b, &c, &d)) f.avx512_bf16 = a & (1u << 5);
   return f;
 }
 #elif defined(MNEMO_ARCH_AARCH64)

@@ -10,6 +10,7 @@
 #include <tuple>
 #include <type_traits>
 
+#include "mnemo/attention/detail/bf16_dots.hpp"
 #include "mnemo/attention/detail/item.hpp"
 #include "mnemo/attention/kv_view.hpp"
 #include "mnemo/attention/params.hpp"

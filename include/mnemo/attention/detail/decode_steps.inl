@@ -31,9 +31,13 @@
 ///   FMAs; each cell's K row prefetched into L1 k_dot_row_ahead cells ahead, since it
 ///   comes from L2 otherwise, one wait per cell) and P.V in pv_eight_rows; 4 x 4 below
 ///   (four rows x two cells without spills was 5-8% slower at GQA 4 there).
+/// With bf16 products (AVX-512 with BF16, attention::product_precision, from eight rows
+/// per KV head) Q.K goes eight rows x four cells in bf16_dots's pair tiles and P.V
+/// in its interleaved pairs (pv_decode_bf16).
 struct head_tiles {
   bool eight_rows = false;    // eight-row tiles from eight rows per KV head
   std::size_t dot_cells = 4;  // cells of a Q.K tile when a head has four rows or more
+  bool bf16 = false;          // bf16 products (bf16_dots)
   static constexpr head_tiles for_widening(simd::f16_widening w) noexcept {
     if (k_vector_registers != 16) return {};
     if (w == simd::f16_widening::costly) return {.eight_rows = true, .dot_cells = 4};
@@ -47,6 +51,8 @@ struct head_tiles {
   constexpr std::size_t cells_for(std::size_t rows) const noexcept {
     return rows >= 4 ? dot_cells : 4;
   }
+  /// Rows of one of head_logits's tiles below the eight-row ones.
+  constexpr std::size_t dot_rows() const noexcept { return bf16 ? 8 : 4; }
 };
 static constexpr std::size_t k_dot_row_ahead = 2;
 
@@ -54,7 +60,8 @@ static constexpr std::size_t k_dot_row_ahead = 2;
 static constexpr std::size_t head_logits_steps(std::size_t R, std::size_t n_js,
                                                const head_tiles& tiles) noexcept {
   const std::size_t r8 = tiles.eight_row_rows(R), cm = tiles.cells_for(R - r8);
-  return n_js * (r8 / 8) + (n_js + cm - 1) / cm * ((R - r8 + 3) / 4);
+  const std::size_t gm = tiles.dot_rows();
+  return n_js * (r8 / 8) + (n_js + cm - 1) / cm * ((R - r8 + gm - 1) / gm);
 }
 
 /// s[r * Bc + j] = q[r] . k_j for the R rows of one KV head and its kept cells js
@@ -69,6 +76,15 @@ MNEMO_NOINLINE static void head_logits(const float* q, std::size_t R, std::size_
   constexpr std::size_t Bc = detail::k_block_cells;
   prefetch_cursor cur = pf;  // a local copy stays in registers (pf may alias s)
   const std::size_t r8 = tiles.eight_row_rows(R), Cm = tiles.cells_for(R - r8);
+  const std::size_t Gm = tiles.dot_rows();
+  auto dots = [&](std::size_t G, std::size_t C, const float* qr, const RE* const* kr, float* out,
+                  std::size_t ldo) {
+#if defined(MNEMO_ARCH_X86_64)
+    if constexpr (std::is_same_v<isa, simd::avx512> && bf16_dots::reads<RE>)
+      if (tiles.bf16) return bf16_dots::tile_rows<RE>(G, C, qr, dk, kr, dk, out, ldo);
+#endif
+    dot_tile_any<RE>(G, C, qr, dk, kr, dk, out, ldo);
+  };
   if constexpr (k_vector_registers == 16) {
     const std::size_t row_bytes = dtype::blocks_in_row<RE>(dk) * sizeof(RE);
     for (std::size_t x = 0; x < n_js && r8 != 0; ++x) {
@@ -82,17 +98,17 @@ MNEMO_NOINLINE static void head_logits(const float* q, std::size_t R, std::size_
       }
     }
   }
-  float tmp[16];
+  float tmp[32];
   for (std::size_t x0 = 0; x0 < n_js && r8 < R; x0 += Cm) {
     const std::size_t C = n_js - x0 < Cm ? n_js - x0 : Cm;
-    for (std::size_t r0 = r8; r0 < R; r0 += 4) {
-      const std::size_t G = R - r0 < 4 ? R - r0 : 4;
+    for (std::size_t r0 = r8; r0 < R; r0 += Gm) {
+      const std::size_t G = R - r0 < Gm ? R - r0 : Gm;
       cur.step();
       if (js[x0 + C - 1] - js[x0] == C - 1) {  // consecutive cells: store the sums in place
-        dot_tile_any<RE>(G, C, q + r0 * dk, dk, krow + x0, dk, s + r0 * Bc + js[x0], Bc);
+        dots(G, C, q + r0 * dk, krow + x0, s + r0 * Bc + js[x0], Bc);
         continue;
       }
-      dot_tile_any<RE>(G, C, q + r0 * dk, dk, krow + x0, dk, tmp);
+      dots(G, C, q + r0 * dk, krow + x0, tmp, 4);
       for (std::size_t r = 0; r < G; ++r)
         for (std::size_t x = 0; x < C; ++x) s[(r0 + r) * Bc + js[x0 + x]] = tmp[r * 4 + x];
     }
@@ -303,14 +319,15 @@ struct item_rows {
 template <class KE>
 static void logits_by_head(const detail::call& c, const item_rows& rows, std::size_t j0,
                            const std::uint32_t* js, std::size_t n_js, std::size_t H, std::size_t R,
-                           const detail::scratch& w) noexcept {
+                           bool bf16, const detail::scratch& w) noexcept {
   constexpr std::size_t Bc = detail::k_block_cells;
   const std::size_t dk = c.sh.d_k;
   prefetch_cursor vpf;
   vpf.p = rows.v + (j0 + js[0]) * rows.v_stride;
   vpf.end = rows.v + (j0 + js[n_js - 1]) * rows.v_stride + rows.v_bytes;
   const std::size_t lines = static_cast<std::size_t>(vpf.end - vpf.p + 63) / 64;
-  const head_tiles tiles = head_tiles::for_widening(c.widening);
+  head_tiles tiles = head_tiles::for_widening(c.widening);
+  tiles.bf16 = bf16;
   const std::size_t steps = H * head_logits_steps(R, n_js, tiles);
   vpf.per_step = (lines + steps - 1) / steps;
   const KE* krow[Bc];
@@ -336,6 +353,38 @@ static void logits_in_address_order(const detail::call& c, const item_rows& rows
   }
 }
 
+/// o[R, dv] += P[R, cells js] . V[js, dv] for one decode head in bf16 pairs
+/// (product_precision::bf16): the block's V rows of the head interleaved two cells at a
+/// time into vi (w.vf) once, each pair's probabilities rounded into one word per row,
+/// then eight rows at a time from there. pf steps once per cell (and once more).
+template <class VE>
+static void pv_decode_bf16([[maybe_unused]] std::size_t R, [[maybe_unused]] const float* p,
+                           [[maybe_unused]] const std::uint32_t* js,
+                           [[maybe_unused]] std::size_t n_js,
+                           [[maybe_unused]] const VE* const* vrow, [[maybe_unused]] std::size_t dv,
+                           [[maybe_unused]] float* o, [[maybe_unused]] std::uint16_t* vi,
+                           [[maybe_unused]] prefetch_cursor& pf) noexcept {
+#if defined(MNEMO_ARCH_X86_64)
+  if constexpr (std::is_same_v<isa, simd::avx512> && bf16_dots::reads<VE>) {
+    constexpr std::size_t Bc = detail::k_block_cells;
+    std::uint32_t pw[Bc / 2 * detail::k_dot_form_max_rows];  // [pairs, R]
+    prefetch_cursor cur = pf;
+    const std::size_t pairs = (n_js + 1) / 2;
+    for (std::size_t x = 0; x < pairs; ++x) {
+      const bool two = 2 * x + 1 < n_js;
+      cur.step();
+      cur.step();
+      bf16_dots::interleave_pair(vrow[2 * x], two ? vrow[2 * x + 1] : nullptr, dv, vi + x * 2 * dv);
+      for (std::size_t r = 0; r < R; ++r)
+        pw[x * R + r] =
+            bf16_dots::pair_word(p[r * Bc + js[2 * x]], two ? p[r * Bc + js[2 * x + 1]] : 0.0f);
+    }
+    bf16_dots::pair_values(R, pw, R, pairs, vi, dv, o, dv);
+    pf = cur;
+  }
+#endif
+}
+
 /// The V pass head by head from cache, with the output rows in registers across the
 /// block's cells, while the next block's K rows (`next_cells` of them; its V rows with
 /// next_v, when the K pass streams its own) are prefetched in address order, spread
@@ -343,7 +392,8 @@ static void logits_in_address_order(const detail::call& c, const item_rows& rows
 template <class VE>
 static void values_by_head(const detail::call& c, const item_rows& rows, std::size_t j0,
                            const std::uint32_t* js, std::size_t n_js, std::size_t H, std::size_t R,
-                           std::size_t next_cells, bool next_v, const detail::scratch& w) noexcept {
+                           std::size_t next_cells, bool next_v, bool bf16,
+                           const detail::scratch& w) noexcept {
   constexpr std::size_t Bc = detail::k_block_cells;
   const std::size_t dv = c.sh.d_v;
   const head_tiles tiles = head_tiles::for_widening(c.widening);
@@ -354,7 +404,7 @@ static void values_by_head(const detail::call& c, const item_rows& rows, std::si
     pf.p = base + (j0 + Bc) * stride;
     pf.end = base + (j0 + Bc + next_cells - 1) * stride + bytes;
     const std::size_t lines = static_cast<std::size_t>(pf.end - pf.p + 63) / 64;
-    const std::size_t steps = H * pv_decode_steps(R, n_js, dv, tiles);
+    const std::size_t steps = H * (bf16 ? n_js + 1 : pv_decode_steps(R, n_js, dv, tiles));
     pf.per_step = (lines + steps - 1) / steps;
   }
   const VE* vrow[Bc];
@@ -362,7 +412,11 @@ static void values_by_head(const detail::call& c, const item_rows& rows, std::si
     for (std::size_t x = 0; x < n_js; ++x)
       vrow[x] =
           reinterpret_cast<const VE*>(rows.v + (j0 + js[x]) * rows.v_stride + h * c.v_head_bytes);
-    pv_decode<VE>(R, w.s + h * R * Bc, Bc, js, n_js, vrow, dv, w.o + h * R * dv, dv, tiles, pf);
+    if (bf16)
+      pv_decode_bf16<VE>(R, w.s + h * R * Bc, js, n_js, vrow, dv, w.o + h * R * dv,
+                         reinterpret_cast<std::uint16_t*>(w.vf), pf);
+    else
+      pv_decode<VE>(R, w.s + h * R * Bc, Bc, js, n_js, vrow, dv, w.o + h * R * dv, dv, tiles, pf);
   }
 }
 
@@ -485,6 +539,25 @@ static decode_order decode_order_for(std::size_t R, simd::f16_widening widening)
   return R <= 3 ? decode_order::groups : decode_order::k_groups;
 }
 
+/// Whether this call's decode tiles may use bf16 dot products (attention::
+/// product_precision) for K and V of types KE and VE.
+template <class KE, class VE>
+static bool bf16_products([[maybe_unused]] const detail::call& c) noexcept {
+#if defined(MNEMO_ARCH_X86_64)
+  if constexpr (std::is_same_v<isa, simd::avx512> && bf16_dots::reads<KE> && bf16_dots::reads<VE>)
+    return c.bf16_products;
+#endif
+  return false;
+}
+
+/// Rounds the gathered query rows to bf16 in place (only where bf16_products holds).
+static void round_queries_to_bf16([[maybe_unused]] float* q, [[maybe_unused]] std::size_t rows,
+                                  [[maybe_unused]] std::size_t dk) noexcept {
+#if defined(MNEMO_ARCH_X86_64)
+  if constexpr (std::is_same_v<isa, simd::avx512>) bf16_dots::round_rows(q, rows, dk, dk);
+#endif
+}
+
 template <class KE, class VE>
 static void run_decode_item(const detail::call& c, const detail::item& it,
                             const detail::scratch& w) noexcept {
@@ -494,6 +567,10 @@ static void run_decode_item(const detail::call& c, const detail::item& it,
   const std::size_t h0 = it.head_begin, H = it.head_end - it.head_begin;
   const decode_order order = decode_order_for<KE, VE>(R, c.widening);
   gather_queries(c, it, w.q);
+  // bf16 products from eight rows per KV head, head by head: with fewer rows the call
+  // is bound by its reads, and they were slower (GQA 4 on a Zen 4 core).
+  const bool bf16 = bf16_products<KE, VE>(c) && R >= 8 && order == decode_order::heads;
+  if (bf16) round_queries_to_bf16(w.q, H * R, c.sh.d_k);
   for (std::size_t i = 0; i < H * R * dv; ++i) w.o[i] = 0.0f;
   for (std::size_t r = 0; r < H * R; ++r) {
     w.m[r] = -__builtin_inff();
@@ -522,7 +599,7 @@ static void run_decode_item(const detail::call& c, const detail::item& it,
                          rows.k_pass_ahead_to_next_k(j0, js, n_js, next_cells, k_group_ahead_bytes),
                          w);
                    else
-                     logits_by_head<KE>(c, rows, j0, js, n_js, H, R, w);
+                     logits_by_head<KE>(c, rows, j0, js, n_js, H, R, bf16, w);
                    // Mask, soft-cap and the online softmax of every (head, row).
                    for (std::size_t h = 0; h < H; ++h)
                      for (std::size_t ti = 0; ti < t.count; ++ti)
@@ -539,7 +616,7 @@ static void run_decode_item(const detail::call& c, const detail::item& it,
                      values_in_groups<VE>(c, rows, j0, js, n_js, H, R, next_cells, w);
                    else
                      values_by_head<VE>(c, rows, j0, js, n_js, H, R, next_cells,
-                                        order == decode_order::k_groups, w);
+                                        order == decode_order::k_groups, bf16, w);
                    prefetched = next_cells != 0;
                  });
 }

@@ -53,6 +53,7 @@ struct call {
   std::size_t k_head_bytes;    // bytes of one head's K row
   std::size_t v_head_bytes;
   simd::f16_widening widening;  // the decode tiles and read order follow it (AVX2)
+  bool bf16_products;  // product_precision::bf16 requested and the CPU has it (AVX-512 only)
 };
 
 struct item {

@@ -105,17 +105,12 @@ static MNEMO_INLINE vf load_row(const RE* row, std::size_t i) noexcept {
 
 /// out[0..3] = the horizontal sums of a, b, c, d: a transpose-and-add tree, about
 /// 10 instructions for four sums instead of four separate reductions (decode QK
-/// spends most of its non-FMA time here).
+/// spends most of its non-FMA time here; AVX-512's in bf16_dots.hpp).
 template <class T>  // a template, so that the other ISAs' branches are discarded
 static MNEMO_INLINE void reduce_add4(T a, T b, T c, T d, float* out) noexcept {
 #if defined(MNEMO_ARCH_X86_64)
   if constexpr (std::is_same_v<isa, simd::avx512>) {
-    const auto t0 = _mm512_add_ps(_mm512_unpacklo_ps(a, b), _mm512_unpackhi_ps(a, b));
-    const auto t1 = _mm512_add_ps(_mm512_unpacklo_ps(c, d), _mm512_unpackhi_ps(c, d));
-    const auto u = _mm512_add_ps(_mm512_shuffle_ps(t0, t1, _MM_SHUFFLE(1, 0, 1, 0)),
-                                 _mm512_shuffle_ps(t0, t1, _MM_SHUFFLE(3, 2, 3, 2)));
-    const auto v = _mm256_add_ps(_mm512_castps512_ps256(u), _mm512_extractf32x8_ps(u, 1));
-    _mm_storeu_ps(out, _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1)));
+    reduce_add4_avx512(a, b, c, d, out);
     return;
   } else if constexpr (std::is_same_v<isa, simd::avx2>) {
     const auto t0 = _mm256_add_ps(_mm256_unpacklo_ps(a, b), _mm256_unpackhi_ps(a, b));
