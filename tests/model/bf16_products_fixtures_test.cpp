@@ -23,23 +23,13 @@ using namespace mnemo;
 using fixture_harness::fixture;
 using model::llama_model;
 
+/// The scenario's logits with `precision` requested, prompts in micro-batches of four
+/// tokens (16 rows per KV head: decode items).
 result<std::vector<float>> replay(const llama_model& m, const mnemo_examples::scenario& sc,
                                   attention::product_precision precision) {
-  using cache_t = memory::full_cache<dtype::f16>;
   const attention::product_precision saved = attention::current_product_precision();
   attention::set_product_precision(precision);
-  auto run = [&]() -> result<std::vector<float>> {
-    MNEMO_ASSIGN_OR_RETURN(cache_t cache, cache_t::make(m.full_cache_config(4096, 4)));
-    context_params p;
-    p.n_ubatch = 4;  // prompt chunks of 16 rows per KV head: decode items
-    p.n_seq_max = 4;
-    p.n_threads = 2;
-    MNEMO_ASSIGN_OR_RETURN(auto ctx, (context<llama_model, cache_t>::make(m, std::move(cache), p)));
-    std::vector<float> out;
-    MNEMO_RETURN_IF_ERROR(mnemo_examples::run_scenario(ctx, sc, out));
-    return out;
-  };
-  auto out = run();
+  auto out = fixture_harness::replay_full_cache<dtype::f16>(m, sc, 4);
   attention::set_product_precision(saved);
   return out;
 }

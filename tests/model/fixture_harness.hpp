@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <map>
 #include <memory>
@@ -21,6 +22,9 @@
 
 #include "common/scenario.hpp"
 #include <gtest/gtest.h>
+
+#include "mnemo/context.hpp"
+#include "mnemo/memory/full/full_cache.hpp"
 
 namespace fixture_harness {
 
@@ -57,6 +61,24 @@ inline void load_case(const std::string& stem, fixture_case& out) {
   ASSERT_TRUE(ref.is_ok()) << ref.error().to_string();
   out.sc = std::move(sc).value();
   out.ref = std::move(ref).value();
+}
+
+/// Our logits for `sc`: a context over a full_cache<KE> of 4096 cells with the
+/// fixtures' harness settings (4 sequences, `n_ubatch` tokens per micro-batch).
+template <class KE, class Model>
+mnemo::result<std::vector<float>> replay_full_cache(const Model& m,
+                                                    const mnemo_examples::scenario& sc,
+                                                    std::uint32_t n_ubatch = 512, int threads = 2) {
+  using cache_t = mnemo::memory::full_cache<KE>;
+  MNEMO_ASSIGN_OR_RETURN(cache_t cache, cache_t::make(m.full_cache_config(4096, 4)));
+  mnemo::context_params p;
+  p.n_ubatch = n_ubatch;
+  p.n_seq_max = 4;
+  p.n_threads = threads;
+  MNEMO_ASSIGN_OR_RETURN(auto ctx, (mnemo::context<Model, cache_t>::make(m, std::move(cache), p)));
+  std::vector<float> out;
+  MNEMO_RETURN_IF_ERROR(mnemo_examples::run_scenario(ctx, sc, out));
+  return out;
 }
 
 /// Largest allowed |ours - llama.cpp|: `value`, times the scenario's largest |logit|

@@ -25,25 +25,12 @@ using fixture_harness::fixture;
 using fixture_harness::load_model;
 using model::llama_model;
 
-template <class KE>
-result<std::vector<float>> replay(const llama_model& m, const scenario& sc, int threads) {
-  using cache_t = memory::full_cache<KE>;
-  MNEMO_ASSIGN_OR_RETURN(cache_t cache, cache_t::make(m.full_cache_config(4096, 4)));
-  context_params p;
-  p.n_ubatch = 512;
-  p.n_seq_max = 4;
-  p.n_threads = threads;
-  MNEMO_ASSIGN_OR_RETURN(auto ctx, (context<llama_model, cache_t>::make(m, std::move(cache), p)));
-  std::vector<float> out;
-  MNEMO_RETURN_IF_ERROR(mnemo_examples::run_scenario(ctx, sc, out));
-  return out;
-}
-
 result<std::vector<float>> replay_kv(const std::string& kv, const llama_model& m,
                                      const scenario& sc, int threads = 2) {
-  if (kv == "f16") return replay<dtype::f16>(m, sc, threads);
-  if (kv == "q8_0") return replay<dtype::block_q8_0>(m, sc, threads);
-  return replay<float>(m, sc, threads);
+  using fixture_harness::replay_full_cache;
+  if (kv == "f16") return replay_full_cache<dtype::f16>(m, sc, 512, threads);
+  if (kv == "q8_0") return replay_full_cache<dtype::block_q8_0>(m, sc, 512, threads);
+  return replay_full_cache<float>(m, sc, 512, threads);
 }
 
 /// Largest allowed |ours - llama.cpp| per (model, K/V type): `relative` bounds scale

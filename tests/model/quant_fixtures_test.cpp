@@ -29,19 +29,6 @@ using fixture_harness::fixture;
 using fixture_harness::load_model;
 using model::llama_model;
 
-result<std::vector<float>> replay(const llama_model& m, const mnemo_examples::scenario& sc) {
-  using cache_t = memory::full_cache<float>;
-  MNEMO_ASSIGN_OR_RETURN(cache_t cache, cache_t::make(m.full_cache_config(4096, 4)));
-  context_params p;
-  p.n_ubatch = 512;
-  p.n_seq_max = 4;
-  p.n_threads = 2;
-  MNEMO_ASSIGN_OR_RETURN(auto ctx, (context<llama_model, cache_t>::make(m, std::move(cache), p)));
-  std::vector<float> out;
-  MNEMO_RETURN_IF_ERROR(mnemo_examples::run_scenario(ctx, sc, out));
-  return out;
-}
-
 using param = std::tuple<std::string, std::string>;  // model, scenario
 
 class QuantFixtures : public ::testing::TestWithParam<param> {};
@@ -55,7 +42,7 @@ TEST_P(QuantFixtures, LogitsMatchLlamaCpp) {
   ASSERT_NE(m, nullptr);
   fixture_harness::fixture_case fc;
   ASSERT_NO_FATAL_FAILURE(fixture_harness::load_case(stem, fc));
-  auto ours = replay(*m, fc.sc);
+  auto ours = fixture_harness::replay_full_cache<float>(*m, fc.sc);
   ASSERT_TRUE(ours.is_ok()) << ours.error().to_string();
   const std::size_t nv = m->n_vocab(), rows = fc.sc.n_rows();
   fixture_harness::compare_logits(stem, *ours, fc, nv, {4e-2f, true, false});
