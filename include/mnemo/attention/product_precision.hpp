@@ -13,7 +13,6 @@
 #pragma once
 
 #include <cstdint>
-#include <string_view>
 
 #include "mnemo/base/process_setting.hpp"
 #include "mnemo/simd/cpu.hpp"
@@ -21,10 +20,6 @@
 namespace mnemo::attention {
 
 enum class product_precision : std::uint8_t { f32, bf16 };
-
-constexpr std::string_view to_string(product_precision p) noexcept {
-  return p == product_precision::bf16 ? "bf16" : "f32";
-}
 
 namespace detail {
 inline process_setting<product_precision>& product_precision_setting() noexcept {

@@ -1,7 +1,9 @@
-// The decode tiles' Q.K in bf16 dot products (AVX512_BF16, attention::product_precision):
-// queries and K rows rounded to bf16 (round to nearest even, vcvtne2ps2bf16), pairs of
-// their exact products summed into f32 lanes (vdpbf16ps). In a target region of its
+// The decode tiles in bf16 dot products (AVX512_BF16, attention::product_precision):
+// Q.K over queries and K rows rounded to bf16 (round to nearest even, vcvtne2ps2bf16),
+// P.V over V rows interleaved two cells at a time and pairs of rounded probabilities;
+// pairs of exact products summed into f32 lanes (vdpbf16ps). In a target region of its
 // own (AVX-512 + BF16), called from block_kernels<avx512> only when the CPU has BF16.
+// Also AVX-512's reduce_add4, which the f32 tiles share.
 #pragma once
 
 #include <cstddef>
@@ -181,9 +183,9 @@ struct bf16_dots {
     for (std::size_t h = 0; h < G / 2; ++h)
       w[h] = _mm512_add_ps(_mm512_shuffle_ps(t[h][0], t[h][1], _MM_SHUFFLE(1, 0, 1, 0)),
                            _mm512_shuffle_ps(t[h][0], t[h][1], _MM_SHUFFLE(3, 2, 3, 2)));
-      // Four rows per vector, one 128-bit block per row holding its four sums in order.
 #pragma GCC unroll 2
     for (std::size_t h = 0; h < G / 4; ++h) {
+      // Four rows per vector, one 128-bit block per row holding its four sums in order.
       const __m512 e = _mm512_shuffle_f32x4(w[2 * h], w[2 * h + 1], _MM_SHUFFLE(2, 0, 2, 0));
       const __m512 f = _mm512_shuffle_f32x4(w[2 * h], w[2 * h + 1], _MM_SHUFFLE(3, 1, 3, 1));
       const __m512 s = _mm512_add_ps(_mm512_shuffle_ps(e, f, _MM_SHUFFLE(2, 0, 2, 0)),
