@@ -43,7 +43,7 @@ bool apply_env_setting(const char* var, const char* key, const char* const (&nam
 /// The settings a run can be measured under, to compare them on one machine:
 /// MNEMO_PREFETCH=l1|l2 (simd::prefetch_target), MNEMO_F16_WIDENING=cheap|costly (the
 /// AVX2 decode tiles and read order), MNEMO_PRODUCT_PRECISION=f32|bf16 (the decode
-/// tiles' Q.K products).
+/// tiles' Q.K and P.V products).
 inline bool apply_settings() {
   namespace simd = mnemo::simd;
   namespace attention = mnemo::attention;
