@@ -53,13 +53,19 @@ inline bool apply_settings() {
   static_assert(static_cast<int>(simd::prefetch_target::l2) == 1 &&
                 static_cast<int>(simd::f16_widening::costly) == 1 &&
                 static_cast<int>(attention::product_precision::bf16) == 1);
-  return apply_env_setting("MNEMO_PREFETCH", "mnemo_prefetch", prefetch, &simd::set_prefetch_target,
-                           &simd::current_prefetch_target) &&
-         apply_env_setting("MNEMO_F16_WIDENING", "mnemo_f16_widening", widening,
-                           &simd::set_f16_widening, &simd::current_f16_widening) &&
-         apply_env_setting("MNEMO_PRODUCT_PRECISION", "mnemo_product_precision", precision,
-                           &attention::set_product_precision,
-                           &attention::current_product_precision);
+  const bool ok =
+      apply_env_setting("MNEMO_PREFETCH", "mnemo_prefetch", prefetch, &simd::set_prefetch_target,
+                        &simd::current_prefetch_target) &&
+      apply_env_setting("MNEMO_F16_WIDENING", "mnemo_f16_widening", widening,
+                        &simd::set_f16_widening, &simd::current_f16_widening) &&
+      apply_env_setting("MNEMO_PRODUCT_PRECISION", "mnemo_product_precision", precision,
+                        &attention::set_product_precision, &attention::current_product_precision);
+  if (ok && attention::current_product_precision() == attention::product_precision::bf16 &&
+      !attention::bf16_products_supported())
+    std::fprintf(stderr,
+                 "MNEMO_PRODUCT_PRECISION=bf16: this CPU has no AVX512_BF16, "
+                 "the kernels compute in f32\n");
+  return ok;
 }
 
 /// Parses the Google Benchmark flags, probes the machine and runs the selected
