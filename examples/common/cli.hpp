@@ -23,6 +23,7 @@
 #include <cstdlib>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "mnemo/attention/product_precision.hpp"
@@ -165,13 +166,17 @@ enum class option_parse { not_mine, taken, bad };
 /// Consumes one runtime option at the cursor, if the current argument is one.
 inline option_parse parse_runtime_option(arg_cursor& args, runtime_options& o) {
   const std::string_view a = args.peek();
-  if (a == "--no-mmap" || a == "--no-weight-tiles" || a == "--bf16-products") {  // no value
-    args.take();
-    (a == "--no-mmap"           ? o.no_mmap
-     : a == "--no-weight-tiles" ? o.no_weight_tiles
-                                : o.bf16_products) = true;
-    return option_parse::taken;
-  }
+  // The runtime options without a value.
+  static constexpr std::pair<std::string_view, bool runtime_options::*> flags[] = {
+      {"--no-mmap", &runtime_options::no_mmap},
+      {"--no-weight-tiles", &runtime_options::no_weight_tiles},
+      {"--bf16-products", &runtime_options::bf16_products}};
+  for (const auto& [name, flag] : flags)
+    if (a == name) {
+      args.take();
+      o.*flag = true;
+      return option_parse::taken;
+    }
   const bool mine = a == "--memory" || a == "--kv" || a == "--threads" || a == "--ctx" ||
                     a == "--ubatch" || a == "--batch" || a == "--prefetch";
   if (!mine) return option_parse::not_mine;

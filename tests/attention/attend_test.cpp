@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "attention/kv_builder.hpp"
+#include "common/scoped_setting.hpp"
 #include <gtest/gtest.h>
 
 #include "mnemo/attention/attend.hpp"
@@ -144,15 +145,6 @@ std::ptrdiff_t first_difference(const std::vector<float>& a, const std::vector<f
 
 constexpr float k_tol = 5e-5f;  // outputs are convex combinations of values in [-1, 1]
 
-/// Sets the process-wide f16 widening cost for its lifetime.
-struct scoped_f16_widening {
-  simd::f16_widening saved = simd::current_f16_widening();
-  explicit scoped_f16_widening(simd::f16_widening w) { simd::set_f16_widening(w); }
-  ~scoped_f16_widening() { simd::set_f16_widening(saved); }
-  scoped_f16_widening(const scoped_f16_widening&) = delete;
-  scoped_f16_widening& operator=(const scoped_f16_widening&) = delete;
-};
-
 /// attend() on `sc` with `threads` against the reference: "" or the first difference.
 template <class Isa, class E>
 std::string compare_with_reference(const scenario<E>& sc, std::uint32_t seed, int threads,
@@ -206,7 +198,8 @@ TYPED_TEST(AttendTest, DecodeReadOrdersMatchReference) {
             ? std::vector{simd::f16_widening::cheap, simd::f16_widening::costly}
             : std::vector{simd::current_f16_widening()};
     for (const simd::f16_widening widening : settings) {
-      const scoped_f16_widening set(widening);
+      const mnemo_test::scoped_setting set(&simd::current_f16_widening, &simd::set_f16_widening,
+                                           widening);
       attention::workspace ws;
       for (std::uint32_t seed = 200; seed < 260; ++seed) {
         const scenario<E> sc(seed, 1, seed % 2 == 0 ? 8 : 5, gqa[seed / 2 % 6]);
@@ -216,17 +209,6 @@ TYPED_TEST(AttendTest, DecodeReadOrdersMatchReference) {
     }
   }
 }
-
-/// Sets the process-wide logit precision for its lifetime.
-struct scoped_product_precision {
-  attention::product_precision saved = attention::current_product_precision();
-  explicit scoped_product_precision(attention::product_precision p) {
-    attention::set_product_precision(p);
-  }
-  ~scoped_product_precision() { attention::set_product_precision(saved); }
-  scoped_product_precision(const scoped_product_precision&) = delete;
-  scoped_product_precision& operator=(const scoped_product_precision&) = delete;
-};
 
 /// The model of bf16 products: `sc` with its scaled queries and its K and V values
 /// rounded to bf16 (round to nearest even), K and V held as f32 rows, scale 1.
@@ -294,7 +276,9 @@ TYPED_TEST(AttendTest, Bf16ProductsMatchTheirModel) {
     const bool bf16_cpu = std::is_same_v<Isa, simd::avx512> &&
                           attention::bf16_products_supported() &&
                           (std::is_same_v<E, dtype::f16> || std::is_same_v<E, dtype::bf16>);
-    const scoped_product_precision set(attention::product_precision::bf16);
+    const mnemo_test::scoped_setting set(&attention::current_product_precision,
+                                         &attention::set_product_precision,
+                                         attention::product_precision::bf16);
     attention::workspace ws;
     std::size_t differs_from_f32 = 0;
     for (std::uint32_t seed = 300; seed < 340; ++seed) {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "common/scenario.hpp"
+#include "common/scoped_setting.hpp"
 #include "fixture_harness.hpp"
 #include <gtest/gtest.h>
 
@@ -27,11 +28,9 @@ using model::llama_model;
 /// tokens (16 rows per KV head: decode items).
 result<std::vector<float>> replay(const llama_model& m, const mnemo_examples::scenario& sc,
                                   attention::product_precision precision) {
-  const attention::product_precision saved = attention::current_product_precision();
-  attention::set_product_precision(precision);
-  auto out = fixture_harness::replay_full_cache<dtype::f16>(m, sc, 4);
-  attention::set_product_precision(saved);
-  return out;
+  const mnemo_test::scoped_setting set(&attention::current_product_precision,
+                                       &attention::set_product_precision, precision);
+  return fixture_harness::replay_full_cache<dtype::f16>(m, sc, 4);
 }
 
 // About twice the worst case measured over the four scenarios on a Zen 4 core

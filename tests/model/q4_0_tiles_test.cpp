@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "common/random_llama.hpp"
+#include "common/scoped_setting.hpp"
 #include "common/small_llama.hpp"
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -128,15 +129,6 @@ TEST(Q4_0Tiles, ReservedTilesShareOneBufferUntilItIsFull) {
   EXPECT_EQ(store.bytes(), 288u + 576u + 288u);
 }
 
-/// Sets whether models loaded during its lifetime get weight tiles (process-wide).
-struct scoped_weight_tiles {
-  bool saved = md::weight_tiles_enabled();
-  explicit scoped_weight_tiles(bool on) { md::set_weight_tiles_enabled(on); }
-  ~scoped_weight_tiles() { md::set_weight_tiles_enabled(saved); }
-  scoped_weight_tiles(const scoped_weight_tiles&) = delete;
-  scoped_weight_tiles& operator=(const scoped_weight_tiles&) = delete;
-};
-
 /// The logits of `tokens` decoded one token per call, or all in one call.
 std::vector<float> logits_of(const md::llama_model& m, const std::vector<mnemo::token_id>& tokens,
                              bool one_per_call) {
@@ -161,7 +153,8 @@ std::vector<float> logits_of(const md::llama_model& m, const std::vector<mnemo::
 TEST(Q4_0Tiles, OneTokenDecodesMatchTheBatchedPrompt) {
   for (int mode = 0; mode < 4; ++mode) {
     const bool tied = (mode & 1) != 0, tiles_on = mode < 2;
-    const scoped_weight_tiles tiles_setting(tiles_on);
+    const mnemo_test::scoped_setting tiles_setting(&md::weight_tiles_enabled,
+                                                   &md::set_weight_tiles_enabled, tiles_on);
     mnemo_examples::random_llama_config c =
         mnemo_test::small_llama_config(dt::element_type::q4_0, k_seed);
     c.tied_output = tied;

@@ -1,6 +1,7 @@
 // A process-wide setting: a value the library's calls read once when they start and a
 // host (or a test) may change between calls: the software prefetch target, the cost of
-// widening f16, whether models get weight tiles. Relaxed atomics: a call that runs
+// widening f16, whether models get weight tiles, the attention's product precision.
+// Relaxed atomics: a call that runs
 // while the value changes keeps the value it read.
 #pragma once
 

@@ -45,6 +45,7 @@ inline cpu_features probe_cpu_features() noexcept {
   const bool os_ymm = (xcr0_lo & 0x6u) == 0x6u;    // SSE + AVX state
   const bool os_zmm = (xcr0_lo & 0xe6u) == 0xe6u;  // + opmask, ZMM0-15 hi, ZMM16-31
   if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return f;
+  const unsigned leaf7_subleaves = a;  // the highest subleaf of leaf 7
   const bool bmi1 = b & (1u << 3), avx2 = b & (1u << 5), bmi2 = b & (1u << 8);
   const bool avx512f = b & (1u << 16), avx512dq = b & (1u << 17), avx512bw = b & (1u << 30),
              avx512vl = b & (1u << 31);
@@ -52,7 +53,8 @@ inline cpu_features probe_cpu_features() noexcept {
   f.avx512 = f.avx2 && os_zmm && avx512f && avx512dq && avx512bw && avx512vl;
   const bool vbmi = c & (1u << 1), vnni = c & (1u << 11);
   f.avx512_int8 = f.avx512 && vbmi && vnni;
-  if (f.avx512 && a >= 1 && __get_cpuid_count(7, 1, &a, &b, &c, &d)) f.avx512_bf16 = a & (1u << 5);
+  if (f.avx512 && leaf7_subleaves >= 1 && __get_cpuid_count(7, 1, &a, &b, &c, &d))
+    f.avx512_bf16 = a & (1u << 5);  // leaf 7 subleaf 1, EAX bit 5
   return f;
 }
 #elif defined(MNEMO_ARCH_AARCH64)

@@ -33,7 +33,8 @@
 ///   (four rows x two cells without spills was 5-8% slower at GQA 4 there).
 /// With bf16 products (AVX-512 with BF16, attention::product_precision, from eight rows
 /// per KV head) Q.K goes eight rows x four cells in bf16_dots's pair tiles and P.V
-/// in its interleaved pairs (pv_decode_bf16).
+/// in its interleaved pairs (pv_decode_bf16). run_decode_item chooses them once per item
+/// and hands them to every pass.
 struct head_tiles {
   bool eight_rows = false;    // eight-row tiles from eight rows per KV head
   std::size_t dot_cells = 4;  // cells of a Q.K tile when a head has four rows or more
@@ -162,9 +163,11 @@ static void pv_decode(std::size_t R, const float* p, std::size_t ldp, const std:
   if (r < R) pv_any<RE>(R - r, p + r * ldp, ldp, js, n_js, v, dv, o + r * ldo, ldo, pf);
 }
 
-/// pv_decode's steps (calls of prefetch_cursor::step) for R rows and n_js cells.
+/// The V pass's steps (calls of prefetch_cursor::step) for R rows and n_js cells:
+/// pv_decode's, or pv_decode_bf16's (two per pair of cells).
 static constexpr std::size_t pv_decode_steps(std::size_t R, std::size_t n_js, std::size_t dv,
                                              const head_tiles& tiles) noexcept {
+  if (tiles.bf16) return 2 * ((n_js + 1) / 2);
   const std::size_t r8 = tiles.eight_row_rows(R);
   return (r8 / 8) * (dv / L) * n_js + pv_steps(R - r8, n_js, dv);
 }
@@ -319,15 +322,13 @@ struct item_rows {
 template <class KE>
 static void logits_by_head(const detail::call& c, const item_rows& rows, std::size_t j0,
                            const std::uint32_t* js, std::size_t n_js, std::size_t H, std::size_t R,
-                           bool bf16, const detail::scratch& w) noexcept {
+                           const head_tiles& tiles, const detail::scratch& w) noexcept {
   constexpr std::size_t Bc = detail::k_block_cells;
   const std::size_t dk = c.sh.d_k;
   prefetch_cursor vpf;
   vpf.p = rows.v + (j0 + js[0]) * rows.v_stride;
   vpf.end = rows.v + (j0 + js[n_js - 1]) * rows.v_stride + rows.v_bytes;
   const std::size_t lines = static_cast<std::size_t>(vpf.end - vpf.p + 63) / 64;
-  head_tiles tiles = head_tiles::for_widening(c.widening);
-  tiles.bf16 = bf16;
   const std::size_t steps = H * head_logits_steps(R, n_js, tiles);
   vpf.per_step = (lines + steps - 1) / steps;
   const KE* krow[Bc];
@@ -356,7 +357,7 @@ static void logits_in_address_order(const detail::call& c, const item_rows& rows
 /// o[R, dv] += P[R, cells js] . V[js, dv] for one decode head in bf16 pairs
 /// (product_precision::bf16): the block's V rows of the head interleaved two cells at a
 /// time into vi (w.vf) once, each pair's probabilities rounded into one word per row,
-/// then eight rows at a time from there. pf steps once per cell (and once more).
+/// then eight rows at a time from there. pf steps twice per pair (pv_decode_steps).
 template <class VE>
 static void pv_decode_bf16([[maybe_unused]] std::size_t R, [[maybe_unused]] const float* p,
                            [[maybe_unused]] const std::uint32_t* js,
@@ -392,11 +393,10 @@ static void pv_decode_bf16([[maybe_unused]] std::size_t R, [[maybe_unused]] cons
 template <class VE>
 static void values_by_head(const detail::call& c, const item_rows& rows, std::size_t j0,
                            const std::uint32_t* js, std::size_t n_js, std::size_t H, std::size_t R,
-                           std::size_t next_cells, bool next_v, bool bf16,
+                           std::size_t next_cells, bool next_v, const head_tiles& tiles,
                            const detail::scratch& w) noexcept {
   constexpr std::size_t Bc = detail::k_block_cells;
   const std::size_t dv = c.sh.d_v;
-  const head_tiles tiles = head_tiles::for_widening(c.widening);
   prefetch_cursor pf;
   if (next_cells != 0) {  // bytes of any element type
     const auto [base, stride, bytes] = next_v ? std::tuple(rows.v, rows.v_stride, rows.v_bytes)
@@ -404,7 +404,7 @@ static void values_by_head(const detail::call& c, const item_rows& rows, std::si
     pf.p = base + (j0 + Bc) * stride;
     pf.end = base + (j0 + Bc + next_cells - 1) * stride + bytes;
     const std::size_t lines = static_cast<std::size_t>(pf.end - pf.p + 63) / 64;
-    const std::size_t steps = H * (bf16 ? n_js + 1 : pv_decode_steps(R, n_js, dv, tiles));
+    const std::size_t steps = H * pv_decode_steps(R, n_js, dv, tiles);
     pf.per_step = (lines + steps - 1) / steps;
   }
   const VE* vrow[Bc];
@@ -412,7 +412,7 @@ static void values_by_head(const detail::call& c, const item_rows& rows, std::si
     for (std::size_t x = 0; x < n_js; ++x)
       vrow[x] =
           reinterpret_cast<const VE*>(rows.v + (j0 + js[x]) * rows.v_stride + h * c.v_head_bytes);
-    if (bf16)
+    if (tiles.bf16)
       pv_decode_bf16<VE>(R, w.s + h * R * Bc, js, n_js, vrow, dv, w.o + h * R * dv,
                          reinterpret_cast<std::uint16_t*>(w.vf), pf);
     else
@@ -453,11 +453,10 @@ static MNEMO_INLINE void for_each_group(std::size_t n_js, std::size_t H, const c
 template <class KE>
 static void logits_in_groups(const detail::call& c, const item_rows& rows, std::size_t j0,
                              const std::uint32_t* js, std::size_t n_js, std::size_t H,
-                             std::size_t R, const cell_ahead& ahead,
+                             std::size_t R, const cell_ahead& ahead, const head_tiles& tiles,
                              const detail::scratch& w) noexcept {
   constexpr std::size_t Bc = detail::k_block_cells;
   const std::size_t dk = c.sh.d_k;
-  const head_tiles tiles = head_tiles::for_widening(c.widening);
   const KE* krow[k_group_cells];
   prefetch_cursor none;  // the groups' prefetches are the cell_ahead's
   for_each_group(n_js, H, ahead, [&](std::size_t x0, std::size_t n, std::size_t h) {
@@ -473,12 +472,11 @@ static void logits_in_groups(const detail::call& c, const item_rows& rows, std::
 template <class VE>
 static void values_in_groups(const detail::call& c, const item_rows& rows, std::size_t j0,
                              const std::uint32_t* js, std::size_t n_js, std::size_t H,
-                             std::size_t R, std::size_t next_cells,
+                             std::size_t R, std::size_t next_cells, const head_tiles& tiles,
                              const detail::scratch& w) noexcept {
   constexpr std::size_t Bc = detail::k_block_cells;
   const std::size_t dv = c.sh.d_v;
   const cell_ahead ahead = rows.v_pass_ahead(j0, js, n_js, next_cells, k_group_ahead_bytes);
-  const head_tiles tiles = head_tiles::for_widening(c.widening);
   const VE* vrow[k_group_cells];
   prefetch_cursor none;
   for_each_group(n_js, H, ahead, [&](std::size_t x0, std::size_t n, std::size_t h) {
@@ -569,8 +567,9 @@ static void run_decode_item(const detail::call& c, const detail::item& it,
   gather_queries(c, it, w.q);
   // bf16 products from eight rows per KV head, head by head: with fewer rows the call
   // is bound by its reads, and they were slower (GQA 4 on a Zen 4 core).
-  const bool bf16 = bf16_products<KE, VE>(c) && R >= 8 && order == decode_order::heads;
-  if (bf16) round_queries_to_bf16(w.q, H * R, c.sh.d_k);
+  head_tiles tiles = head_tiles::for_widening(c.widening);
+  tiles.bf16 = bf16_products<KE, VE>(c) && R >= 8 && order == decode_order::heads;
+  if (tiles.bf16) round_queries_to_bf16(w.q, H * R, c.sh.d_k);
   for (std::size_t i = 0; i < H * R * dv; ++i) w.o[i] = 0.0f;
   for (std::size_t r = 0; r < H * R; ++r) {
     w.m[r] = -__builtin_inff();
@@ -578,45 +577,45 @@ static void run_decode_item(const detail::call& c, const detail::item& it,
   }
   std::uint32_t js[Bc];
   bool prefetched = false;  // the previous block prefetched this block's first rows
-  for_each_block(c.streams[t.stream], it.cell_begin, it.cell_end,
-                 [&](const kv_segment& seg, std::size_t j0, std::size_t nb, std::size_t cell0) {
-                   const std::size_t n_js = block_mask(c, t, seg, j0, nb, w, js);
-                   if (n_js == 0) {  // no K/V byte of this block is read
-                     prefetched = false;
-                     return;
-                   }
-                   const item_rows rows(c, seg, h0, H);
-                   const std::size_t next_cells = next_block_cells(it, seg, j0, cell0);
-                   if (!prefetched) prefetch_first_block(rows, j0, js, n_js, order);
-                   if (order == decode_order::address)
-                     logits_in_address_order<KE>(c, rows, j0, js, n_js, H, w);
-                   else if (order == decode_order::groups)
-                     logits_in_groups<KE>(c, rows, j0, js, n_js, H, R,
-                                          rows.k_pass_ahead(j0, js, n_js, k_group_ahead_bytes), w);
-                   else if (order == decode_order::k_groups)
-                     logits_in_groups<KE>(
-                         c, rows, j0, js, n_js, H, R,
-                         rows.k_pass_ahead_to_next_k(j0, js, n_js, next_cells, k_group_ahead_bytes),
-                         w);
-                   else
-                     logits_by_head<KE>(c, rows, j0, js, n_js, H, R, bf16, w);
-                   // Mask, soft-cap and the online softmax of every (head, row).
-                   for (std::size_t h = 0; h < H; ++h)
-                     for (std::size_t ti = 0; ti < t.count; ++ti)
-                       for (std::size_t hh = 0; hh < g; ++hh) {
-                         const std::size_t r = h * R + ti * g + hh;
-                         float* s = w.s + r * Bc;
-                         cap_and_mask(c, ti, s, nb, w);
-                         const float alpha = softmax_block(s, nb, w.m[r], w.l[r]);
-                         if (alpha != 1.0f) scale_row(w.o + r * dv, dv, alpha);
-                       }
-                   if (order == decode_order::address)
-                     values_in_address_order<VE>(c, rows, j0, js, n_js, H, next_cells, w);
-                   else if (order == decode_order::groups)
-                     values_in_groups<VE>(c, rows, j0, js, n_js, H, R, next_cells, w);
-                   else
-                     values_by_head<VE>(c, rows, j0, js, n_js, H, R, next_cells,
-                                        order == decode_order::k_groups, bf16, w);
-                   prefetched = next_cells != 0;
-                 });
+  for_each_block(
+      c.streams[t.stream], it.cell_begin, it.cell_end,
+      [&](const kv_segment& seg, std::size_t j0, std::size_t nb, std::size_t cell0) {
+        const std::size_t n_js = block_mask(c, t, seg, j0, nb, w, js);
+        if (n_js == 0) {  // no K/V byte of this block is read
+          prefetched = false;
+          return;
+        }
+        const item_rows rows(c, seg, h0, H);
+        const std::size_t next_cells = next_block_cells(it, seg, j0, cell0);
+        if (!prefetched) prefetch_first_block(rows, j0, js, n_js, order);
+        if (order == decode_order::address)
+          logits_in_address_order<KE>(c, rows, j0, js, n_js, H, w);
+        else if (order == decode_order::groups)
+          logits_in_groups<KE>(c, rows, j0, js, n_js, H, R,
+                               rows.k_pass_ahead(j0, js, n_js, k_group_ahead_bytes), tiles, w);
+        else if (order == decode_order::k_groups)
+          logits_in_groups<KE>(
+              c, rows, j0, js, n_js, H, R,
+              rows.k_pass_ahead_to_next_k(j0, js, n_js, next_cells, k_group_ahead_bytes), tiles, w);
+        else
+          logits_by_head<KE>(c, rows, j0, js, n_js, H, R, tiles, w);
+        // Mask, soft-cap and the online softmax of every (head, row).
+        for (std::size_t h = 0; h < H; ++h)
+          for (std::size_t ti = 0; ti < t.count; ++ti)
+            for (std::size_t hh = 0; hh < g; ++hh) {
+              const std::size_t r = h * R + ti * g + hh;
+              float* s = w.s + r * Bc;
+              cap_and_mask(c, ti, s, nb, w);
+              const float alpha = softmax_block(s, nb, w.m[r], w.l[r]);
+              if (alpha != 1.0f) scale_row(w.o + r * dv, dv, alpha);
+            }
+        if (order == decode_order::address)
+          values_in_address_order<VE>(c, rows, j0, js, n_js, H, next_cells, w);
+        else if (order == decode_order::groups)
+          values_in_groups<VE>(c, rows, j0, js, n_js, H, R, next_cells, tiles, w);
+        else
+          values_by_head<VE>(c, rows, j0, js, n_js, H, R, next_cells,
+                             order == decode_order::k_groups, tiles, w);
+        prefetched = next_cells != 0;
+      });
 }
