@@ -193,12 +193,11 @@ void expect_matches_reference(const synthetic& s, std::size_t n_prefill, std::si
         << what << " budget " << budget << ": first differing element " << i;
 }
 
-constexpr run_options k_per_head{mnemo::memory::position_mode::original,
-                                 kv_granularity::per_kv_head, budget_rule::kept};
-constexpr run_options k_per_head_read{mnemo::memory::position_mode::original,
-                                      kv_granularity::per_kv_head, budget_rule::read};
-constexpr run_options k_per_layer_read{mnemo::memory::position_mode::original,
-                                       kv_granularity::per_layer, budget_rule::read};
+const run_options k_per_head{.granularity = kv_granularity::per_kv_head, .rule = budget_rule::kept};
+const run_options k_per_head_read{.granularity = kv_granularity::per_kv_head,
+                                  .rule = budget_rule::read};
+const run_options k_per_layer_read{.granularity = kv_granularity::per_layer,
+                                   .rule = budget_rule::read};
 
 TEST(EvictPerHead, MatchesIndependentReference) {
   for (std::uint64_t seed : {1u, 2u}) {

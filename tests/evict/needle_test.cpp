@@ -14,6 +14,7 @@
 #include "evict/needle_model.hpp"
 #include <gtest/gtest.h>
 
+#include "mnemo/evict/duo_attention.hpp"
 #include "mnemo/evict/evict.hpp"
 
 namespace {
@@ -128,6 +129,40 @@ TEST(EvictNeedle, AttentionAwareKeepTheNeedleBlindCannot) {
   for (const row& r : rows) {
     std::printf("| %s | %zu ", r.name.c_str(), r.budget);
     r.sum.print(n_seeds);
+  }
+}
+
+// DuoAttention: a profile that names KV head 0 (the needle's) the retrieval head keeps
+// its whole context, and the recency head streams (4 sinks and B - 4 recent cells); the
+// wrong profile streams the retrieval head, which then cannot hold the needle (neither
+// a sink nor recent), like StreamingLLM.
+TEST(EvictNeedle, DuoAttentionAnswersWithTheRightProfile) {
+  const std::size_t n_prompt = k_big ? 2048 : 512, n_seeds = k_big ? 8 : 3;
+  const std::uint8_t right[2] = {1, 0}, wrong[2] = {0, 1};
+  for (const std::uint8_t* profile : {right, wrong}) {
+    const bool is_right = profile == right;
+    for (std::size_t b : {n_prompt / 16, n_prompt / 8, n_prompt / 4, n_prompt / 2}) {
+      quality_sum sum;
+      for (std::uint64_t seed = 1; seed <= n_seeds; ++seed) {
+        const needle_model nm(table_spec(n_prompt, seed));
+        const synthetic s = nm.rows(nm.full_sequence());
+        const run_result full =
+            run_synthetic(s, n_prompt - 1, 32, s.n_tokens, evict::last_recent{});
+        run_options o;
+        o.granularity = memory::kv_granularity::per_kv_head;
+        o.head_budgets = evict::duo_attention_budgets(std::span(profile, 2), s.n_tokens, 4, b - 4);
+        const quality q = measure_needle(nm, s, full, b, evict::streaming_llm{}, o);
+        sum.add(q);
+        if (is_right) {
+          EXPECT_TRUE(q.answer_right) << "budget " << b << " seed " << seed;
+        } else {
+          EXPECT_FALSE(q.answer_right) << "budget " << b << " seed " << seed;
+          EXPECT_EQ(q.first_divergence, 0u) << "budget " << b << " seed " << seed;
+        }
+      }
+      std::printf("| duo-attention (retrieval: KV head %d) | %zu ", is_right ? 0 : 1, b);
+      sum.print(n_seeds);
+    }
   }
 }
 

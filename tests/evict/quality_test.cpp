@@ -17,6 +17,8 @@
 
 #include "mnemo/context.hpp"
 #include "mnemo/evict/adakv.hpp"
+#include "mnemo/evict/budget_schedule.hpp"
+#include "mnemo/evict/duo_attention.hpp"
 #include "mnemo/evict/expected_attention.hpp"
 #include "mnemo/evict/h2o.hpp"
 #include "mnemo/evict/h2o_normalised.hpp"
@@ -192,18 +194,26 @@ struct llama_quality {
   std::size_t first_divergence = 0;  // first step whose top-1 differs (n_decode: none)
 };
 
+/// How the bounded memory lays out its budget: lanes, and per-layer or per-head budgets
+/// (as bounded_config's; empty: the one budget everywhere).
+struct budget_layout {
+  memory::kv_granularity granularity = memory::kv_granularity::per_layer;
+  std::vector<std::size_t> layer_budgets{}, head_budgets{};
+};
+
 /// Mean KL(full || bounded) of the next-token distributions over the decode steps.
 template <class Policy>
 double mean_kl(std::size_t budget, Policy p, std::size_t n_prompt, std::size_t n_decode,
-               memory::kv_granularity gr = memory::kv_granularity::per_layer,
-               llama_quality* q_out = nullptr) {
+               const budget_layout& lo = {}, llama_quality* q_out = nullptr) {
   const auto& M = small_llama().m;
   memory::bounded_config c;
   c.shape = M.kv_shape();
   c.budget = budget;
   c.max_ubatch = 32;
   c.rope = M.hparams().rope();
-  c.granularity = gr;
+  c.granularity = lo.granularity;
+  c.layer_budgets = lo.layer_budgets;
+  c.head_budgets = lo.head_budgets;
   auto bnd =
       context<model::llama_model, memory::bounded<Policy, float>>::make(
           M, memory::bounded<Policy, float>::make(c, p).value(), {.n_ubatch = 32, .n_threads = 1})
@@ -261,7 +271,7 @@ TEST(EvictQuality, RandomLlamaKLFallsWithBudget) {
     std::vector<double> kl;
     for (std::size_t b : budgets) {
       llama_quality q;
-      kl.push_back(mean_kl(b, policy, n_prompt, n_decode, gr, &q));
+      kl.push_back(mean_kl(b, policy, n_prompt, n_decode, {gr}, &q));
       std::printf("| %s | %zu | %.5f | %.2f | %zu |\n", name, b, kl.back(), q.top1,
                   q.first_divergence);
     }
@@ -297,8 +307,7 @@ TEST(EvictQuality, RandomLlamaKLFallsWithBudget) {
     std::vector<double> kl;
     for (std::size_t b : budgets) {
       llama_quality q;
-      kl.push_back(mean_kl(ctx_len, policy_for(b), n_prompt, n_decode,
-                           memory::kv_granularity::per_layer, &q));
+      kl.push_back(mean_kl(ctx_len, policy_for(b), n_prompt, n_decode, {}, &q));
       std::printf("| %s | %zu | %.5f | %.2f | %zu |\n", name, b, kl.back(), q.top1,
                   q.first_divergence);
     }
@@ -331,7 +340,7 @@ TEST(EvictQuality, RandomLlamaAdakv) {
     std::vector<double> kl;
     for (std::size_t b : {ctx_len / 16, ctx_len / 4, ctx_len / 2, ctx_len}) {
       llama_quality q;
-      kl.push_back(mean_kl(b, policy, n_prompt, n_decode, head, &q));
+      kl.push_back(mean_kl(b, policy, n_prompt, n_decode, {head}, &q));
       std::printf("| %s | %zu | %.5f | %.2f | %zu |\n", name, b, kl.back(), q.top1,
                   q.first_divergence);
     }
@@ -345,6 +354,40 @@ TEST(EvictQuality, RandomLlamaAdakv) {
   evict::adakv<evict::snapkv> sn;
   static_cast<evict::snapkv&>(sn) = snap_p();
   rows("adakv snapkv", sn);
+}
+
+// PyramidKV (per-layer budgets falling from the first layer to the last, averaging B)
+// around H2O and SnapKV, and DuoAttention (KV head 0 of every layer keeps the whole
+// context, the others stream with 4 sinks and B - 4 recent cells). Random weights
+// give no head a role, so neither layout has a structure to exploit here; asserted:
+// KL falls with B, and DuoAttention at B = context gives the full cache's logits.
+TEST(EvictQuality, RandomLlamaBudgetLayouts) {
+  const std::size_t n_prompt = k_big ? 480 : 96, n_decode = k_big ? 32 : 16;
+  const std::size_t ctx_len = n_prompt + n_decode;
+  const auto& hp = small_llama().m.hparams();
+  auto rows = [&](const char* name, auto policy, auto layout_for) {
+    std::vector<double> kl;
+    for (std::size_t b : {ctx_len / 16, ctx_len / 4, ctx_len / 2, ctx_len}) {
+      llama_quality q;
+      kl.push_back(mean_kl(b, policy, n_prompt, n_decode, layout_for(b), &q));
+      std::printf("| %s | %zu | %.5f | %.2f | %zu |\n", name, b, kl.back(), q.top1,
+                  q.first_divergence);
+    }
+    EXPECT_GT(kl.front(), kl[2]) << name;
+    return kl;
+  };
+  auto pyramid = [&](std::size_t b) {
+    return budget_layout{.layer_budgets = evict::pyramid_budgets(hp.n_layer, b)};
+  };
+  rows("pyramidkv h2o", h2o_p(), pyramid);
+  rows("pyramidkv snapkv", snap_p(), pyramid);
+  std::vector<std::uint8_t> profile(hp.n_layer * hp.n_head_kv, 0);
+  for (std::size_t l = 0; l < hp.n_layer; ++l) profile[l * hp.n_head_kv] = 1;
+  const auto duo = rows("duo-attention", evict::streaming_llm{}, [&](std::size_t b) {
+    return budget_layout{.granularity = memory::kv_granularity::per_kv_head,
+                         .head_budgets = evict::duo_attention_budgets(profile, ctx_len, 4, b - 4)};
+  });
+  EXPECT_LE(duo.back(), 1e-9) << "every head holding the context must give the full cache's logits";
 }
 
 }  // namespace
