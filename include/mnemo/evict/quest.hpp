@@ -24,6 +24,7 @@
 #include <span>
 #include <vector>
 
+#include "mnemo/base/result.hpp"
 #include "mnemo/base/status.hpp"
 #include "mnemo/evict/concepts.hpp"
 #include "mnemo/evict/detail/quest_bounds.hpp"

@@ -502,19 +502,31 @@ static std::size_t next_block_cells(const detail::item& it, const kv_segment& se
 /// The read orders of a decode item's passes (top of this file).
 enum class decode_order { heads, address, groups, k_groups };
 
+/// The rows (`bytes` each, `stride` apart) of block-local cells js: one range where
+/// rows are contiguous, else row by row, so that an item of some heads (or a segment of
+/// one head's rows, as Quest reads per KV head) does not fetch the other heads' rows
+/// between.
+static void prefetch_cells(const char* cell0, std::size_t stride, std::size_t bytes,
+                           const std::uint32_t* js, std::size_t n_js) noexcept {
+  if (stride == bytes) {
+    prefetch_rows(cell0 + js[0] * stride, (js[n_js - 1] - js[0]) * stride + bytes);
+    return;
+  }
+  for (std::size_t x = 0; x < n_js; ++x) prefetch_rows(cell0 + js[x] * stride, bytes);
+}
+
 /// The first block of an item (no block before it prefetched its rows): head by head
 /// its K rows up front, all of them, else in address order those the K pass reads
 /// first, and with K in groups also all of its V rows (which the V pass reads head by
 /// head).
 static void prefetch_first_block(const item_rows& rows, std::size_t j0, const std::uint32_t* js,
                                  std::size_t n_js, decode_order order) noexcept {
-  const std::size_t span = js[n_js - 1] - js[0];
   if (order == decode_order::heads) {
-    prefetch_rows(rows.k + (j0 + js[0]) * rows.k_stride, span * rows.k_stride + rows.k_bytes);
+    prefetch_cells(rows.k + j0 * rows.k_stride, rows.k_stride, rows.k_bytes, js, n_js);
     return;
   }
   if (order == decode_order::k_groups)
-    prefetch_rows(rows.v + (j0 + js[0]) * rows.v_stride, span * rows.v_stride + rows.v_bytes);
+    prefetch_cells(rows.v + j0 * rows.v_stride, rows.v_stride, rows.v_bytes, js, n_js);
   const std::size_t ahead =
       rows.ahead(order == decode_order::address ? k_cell_ahead_bytes : k_group_ahead_bytes);
   const std::size_t n = ahead < n_js ? ahead : n_js;
