@@ -1,12 +1,13 @@
 // Quest's read side (evict/quest.hpp): a decode row attends only the pages its
 // quest_index selected. The kernel is the ordinary one; the selection reaches it as
 // segments (one per run of consecutive selected pages), so no cell outside them is
-// read. With per-head page sets each KV head is one kernel call over segments that
-// point at its part of each cell row (the group's query heads gathered, as for
-// per-KV-head lanes); with one set per layer it is a single call.
+// read. With per-head page sets each KV head's segments point at its part of each cell
+// row, and the decode row becomes one row per KV head (its group's query heads) on a
+// stream of its own, as for per-KV-head lanes: one kernel call either way.
 #pragma once
 
-#include <cstring>
+#include <cstdint>
+#include <span>
 #include <vector>
 
 #include "mnemo/attention/attend.hpp"
@@ -17,16 +18,19 @@ namespace mnemo::evict {
 /// Scratch reused across steps (no allocation once warm).
 struct quest_scratch {
   std::vector<attention::kv_segment> segments;
-  std::vector<float> q, out;
+  std::vector<std::size_t> head_begin;  // per KV head: its first segment, then the end
+  std::vector<attention::kv_view> views;
+  std::vector<pos_t> pos;
+  std::vector<seq_id> seq;
+  std::vector<std::uint32_t> stream;
 };
 
 namespace detail {
-/// Segments over the runs of consecutive `pages` of `cells`, each cell row advanced
-/// by `head_k` / `head_v` bytes (a KV head's part of the row).
+/// Appends segments over the runs of consecutive `pages` of `cells`, each cell row
+/// advanced by `head_k` / `head_v` bytes (a KV head's part of the row).
 inline void quest_segments(std::span<const std::uint32_t> pages, std::size_t page_size,
                            const attention::kv_segment& cells, std::size_t head_k,
                            std::size_t head_v, std::vector<attention::kv_segment>& out) {
-  out.clear();
   for (std::size_t i = 0; i < pages.size();) {
     std::size_t j = i + 1;
     while (j < pages.size() && pages[j] == pages[j - 1] + 1) ++j;
@@ -77,28 +81,36 @@ status quest_attend(const quest_index& ix, const attention::kv_segment& cells,
                        ix.n_cells(), ix.config().n_head_kv, ix.config().d_k, cells.n_cells,
                        sh.n_head_kv, sh.d_k);
   const std::size_t P = ix.config().page_size;
+  scr.segments.clear();
   if (!ix.config().per_head || sh.n_head_kv == 1) {
     detail::quest_segments(ix.selected(0), P, cells, 0, 0, scr.segments);
     const attention::kv_view view{scr.segments};
     return attention::attend<Isa, KE, VE>(sh, p, q, std::span(&view, 1), out, ws, opt);
   }
-  const std::size_t g = sh.group();
+  // Row h: KV head h's g query heads, on stream h (its pages). The queries [n_head, d_k]
+  // are exactly [n_head_kv rows, g, d_k], and the output likewise.
+  const std::size_t H = sh.n_head_kv;
   const std::size_t hk = dtype::blocks_in_row<KE>(sh.d_k) * sizeof(KE),
                     hv = dtype::blocks_in_row<VE>(sh.d_v) * sizeof(VE);
-  const attention::shape one{g, 1, sh.d_k, sh.d_v};
-  scr.q.resize(g * sh.d_k);
-  scr.out.resize(g * sh.d_v);
-  attention::query_batch qh = q;
-  qh.q = scr.q.data();
-  for (std::size_t h = 0; h < sh.n_head_kv; ++h) {
+  scr.head_begin.resize(H + 1);
+  for (std::size_t h = 0; h < H; ++h) {
+    scr.head_begin[h] = scr.segments.size();
     detail::quest_segments(ix.selected(h), P, cells, h * hk, h * hv, scr.segments);
-    const attention::kv_view view{scr.segments};
-    std::memcpy(scr.q.data(), q.q + h * g * sh.d_k, g * sh.d_k * sizeof(float));
-    MNEMO_RETURN_IF_ERROR(
-        (attention::attend<Isa, KE, VE>(one, p, qh, std::span(&view, 1), scr.out.data(), ws, opt)));
-    std::memcpy(out + h * g * sh.d_v, scr.out.data(), g * sh.d_v * sizeof(float));
   }
-  return {};
+  scr.head_begin[H] = scr.segments.size();
+  scr.views.resize(H);
+  scr.pos.assign(H, q.pos[0]);
+  scr.seq.assign(H, q.seq[0]);
+  scr.stream.resize(H);
+  for (std::size_t h = 0; h < H; ++h) {
+    scr.views[h].segments =
+        std::span<const attention::kv_segment>(scr.segments)
+            .subspan(scr.head_begin[h], scr.head_begin[h + 1] - scr.head_begin[h]);
+    scr.stream[h] = static_cast<std::uint32_t>(h);
+  }
+  const attention::shape one{sh.group(), 1, sh.d_k, sh.d_v};
+  const attention::query_batch rows{q.q, H, scr.pos.data(), scr.seq.data(), scr.stream.data()};
+  return attention::attend<Isa, KE, VE>(one, p, rows, scr.views, out, ws, opt);
 }
 
 }  // namespace mnemo::evict
