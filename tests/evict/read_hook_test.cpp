@@ -76,11 +76,10 @@ void compare_decode(const synthetic& s, Policy policy, std::size_t budget, const
   }
 }
 
-/// Quest beside the memory: an index built from the lane's cells (layer 0's view of
-/// sequence 0), the row's selection, quest_attend over the same cells.
+/// Quest beside the memory: an index built from the lane's cells (its layer-0 view),
+/// the row's selection, quest_attend over the same cells.
 std::vector<float> quest_beside(const synthetic& s, const evict::quest_config& qc, std::size_t t,
-                                const memory::layer_views& lv) {
-  const attention::kv_segment& cells = lv.streams[0].segments[0];
+                                const attention::kv_segment& cells) {
   auto ix = evict::quest_index::make(qc).value();
   for (std::size_t i = 0; i < cells.n_cells; ++i)
     ix.append(reinterpret_cast<const float*>(static_cast<const std::byte*>(cells.k) +
@@ -111,9 +110,10 @@ TEST(EvictReadHook, QuestThroughTheDecoderEqualsQuestBeside) {
       p.top_pages = 3;
       p.per_head = per_head;
       const evict::quest_config qc{4, 3, s.n_head_kv, s.d, per_head};
-      compare_decode(
-          s, p, 2 * k_tokens, per_head ? "quest per head" : "quest per layer", seed,
-          [&](std::size_t t, const memory::layer_views& lv) { return quest_beside(s, qc, t, lv); });
+      compare_decode(s, p, 2 * k_tokens, per_head ? "quest per head" : "quest per layer", seed,
+                     [&](std::size_t t, const memory::layer_views& lv) {
+                       return quest_beside(s, qc, t, lv.streams[0].segments[0]);
+                     });
     }
 }
 
@@ -128,7 +128,9 @@ TEST(EvictReadHook, QuestReaderFollowsEvictionsAndRollbacks) {
     const evict::quest_config qc{4, 2, s.n_head_kv, s.d, true};
     compare_decode(
         s, p, 20, "quest with eviction", seed,
-        [&](std::size_t t, const memory::layer_views& lv) { return quest_beside(s, qc, t, lv); },
+        [&](std::size_t t, const memory::layer_views& lv) {
+          return quest_beside(s, qc, t, lv.streams[0].segments[0]);
+        },
         &other);
   }
 }
@@ -174,6 +176,98 @@ TEST(EvictReadHook, ThinkThroughTheDecoderEqualsThinkBeside) {
           s, p, 2 * k_tokens, "think", seed,
           [&](std::size_t t, const memory::layer_views&) { return think_beside(s, ratio, 6, t); });
     }
+}
+
+// A decode row that shares its micro-batch with another sequence's prefill chunk is
+// still read through its lane's reader; the chunk's rows get the kernel over their own
+// lane. Sequence 0 prefills alone, then decodes while sequence 1 prefills in chunks
+// beside it (then both decode): every row of both equals the rule beside the memory
+// (Quest over the lane's cells for decode rows, the plain kernel for chunk rows).
+TEST(EvictReadHook, DecodeRowsBesideAnotherSequencesPrefillStillReadTheirPages) {
+  for (std::uint64_t seed : {1u, 2u}) {
+    const synthetic s0 = data(k_tokens, seed), s1 = data(k_tokens, seed + 50);
+    const synthetic* src[2] = {&s0, &s1};
+    evict::quest_reads<> policy;
+    policy.page_size = 4;
+    policy.top_pages = 3;
+    const evict::quest_config qc{4, 3, s0.n_head_kv, s0.d, true};
+    memory::bounded_config cfg;
+    cfg.shape = {1, s0.n_head_kv, s0.d, s0.d};
+    cfg.budget = 2 * k_tokens;
+    cfg.max_ubatch = k_chunk;
+    cfg.n_seq_max = 2;
+    cfg.rope.layout = attention::rope_layout::none;
+    auto m = memory::bounded<evict::quest_reads<>, float>::make(cfg, policy).value();
+    const attention::shape sh{s0.n_head, s0.n_head_kv, s0.d, s0.d};
+    attention::params ap;
+    ap.scale = 1.0f / std::sqrt(static_cast<float>(s0.d));
+    attention::workspace ws, ws_ref;
+    memory::layer_views lv;
+    const std::size_t q_row = s0.n_head * s0.d, kv_row = s0.n_head_kv * s0.d;
+    std::size_t next[2] = {0, 0};  // each sequence's next position
+    std::size_t mixed = 0;         // micro-batches with a decode row and a chunk
+    while (next[0] < k_tokens || next[1] < k_tokens) {
+      // Sequence 1 starts once sequence 0 decodes; each prefills in chunks of k_chunk.
+      std::vector<std::pair<seq_id, std::size_t>> toks;  // (sequence, position)
+      const bool second_started = next[0] >= k_prefill;
+      for (seq_id sq : {0, 1}) {
+        if (sq == 1 && !second_started) continue;
+        std::size_t& t = next[static_cast<std::size_t>(sq)];
+        const std::size_t n = t < k_prefill  ? std::min(k_chunk, k_prefill - t)
+                              : t < k_tokens ? 1
+                                             : 0;
+        for (std::size_t j = 0; j < n; ++j) toks.push_back({sq, t + j});
+        t += n;
+      }
+      const std::size_t n = toks.size();
+      std::vector<pos_t> pos(n);
+      std::vector<seq_id> seq(n);
+      std::vector<seq_set> sets(n);
+      std::vector<float> q(n * q_row);
+      std::size_t per_seq[2] = {0, 0};
+      for (std::size_t j = 0; j < n; ++j) {
+        pos[j] = static_cast<pos_t>(toks[j].second);
+        seq[j] = toks[j].first;
+        sets[j] = seq_set::of(toks[j].first);
+        ++per_seq[static_cast<std::size_t>(toks[j].first)];
+        std::copy_n(&src[toks[j].first]->q[toks[j].second * q_row], q_row, &q[j * q_row]);
+      }
+      mixed += (per_seq[0] == 1 && per_seq[1] > 1) || (per_seq[1] == 1 && per_seq[0] > 1);
+      const memory::ubatch_tokens ub{pos, sets};
+      ASSERT_TRUE(m.prepare(std::span(&ub, 1)).is_ok());
+      ASSERT_TRUE(m.apply(0, ub).is_ok());
+      for (std::size_t j = 0; j < n; ++j) {
+        const synthetic& d = *src[toks[j].first];
+        m.write_kv(0, 0, j, &d.k[toks[j].second * kv_row], &d.v[toks[j].second * kv_row]);
+      }
+      m.views(0, 0, lv);
+      // Beside the memory, before the call (the memory evicts after it).
+      std::vector<float> want(n * q_row), kernel(n * q_row);
+      const attention::query_batch qb{q.data(), n, pos.data(), seq.data(), lv.token_stream.data()};
+      ASSERT_TRUE((attention::attend<simd::native, float, float>(sh, ap, qb, lv.streams,
+                                                                 kernel.data(), ws_ref, {1}))
+                      .is_ok());
+      for (std::size_t j = 0; j < n; ++j) {
+        const auto sq = static_cast<std::size_t>(toks[j].first);
+        const std::vector<float> row =
+            per_seq[sq] == 1 ? quest_beside(*src[sq], qc, toks[j].second,
+                                            lv.streams[lv.token_stream[j]].segments[0])
+                             : std::vector<float>(&kernel[j * q_row], &kernel[(j + 1) * q_row]);
+        std::copy(row.begin(), row.end(), &want[j * q_row]);
+      }
+      std::vector<float> out(n * q_row);
+      ASSERT_TRUE((model::attend_observed<simd::native, float, float>(m, 0, 0, sh, ap, qb, lv,
+                                                                      out.data(), ws, {1}))
+                      .is_ok());
+      m.commit();
+      const std::ptrdiff_t i = first_difference(out, want, 1e-6f);
+      ASSERT_LT(i, 0) << "seed " << seed << ", micro-batch of " << n << " rows ending at positions "
+                      << next[0] << " / " << next[1] << ": element " << i << " is "
+                      << out[static_cast<std::size_t>(i)] << " through the decoder, "
+                      << want[static_cast<std::size_t>(i)] << " beside it";
+    }
+    EXPECT_EQ(mixed, 4u) << "sequence 1's four chunks each share a micro-batch with a decode row";
+  }
 }
 
 TEST(EvictReadHook, ReadersNeedPerLayerLanes) {

@@ -9,10 +9,12 @@
 // in this layer and call (one branch per layer call, outside every loop). A memory
 // with per-KV-head lanes is attended in one call over every head's own cells
 // (detail::attend_lanes). A memory whose policy reads through lane readers (Quest,
-// ThinK) attends decode rows through them (attend_reads).
+// ThinK) attends decode rows through them (attend_reads), and the kernel the rest.
 #pragma once
 
+#include <algorithm>
 #include <concepts>
+#include <cstdint>
 #include <cstring>
 #include <span>
 #include <vector>
@@ -115,6 +117,38 @@ status attend_lanes(std::size_t lanes, const attention::shape& sh, const attenti
   return attention::attend<Isa, KE, VE>(sl, p, ql, lv.streams, out, ws, opt);
 }
 
+/// The rows a lane reader did not attend (read[row] == 0: another sequence's prefill
+/// chunk beside decode rows) in one kernel call, gathered and written back in place.
+template <simd::isa_tag Isa, dtype::kv_element KE, dtype::kv_element VE>
+status attend_unread(const attention::shape& sh, const attention::params& p,
+                     const attention::query_batch& q, const memory::layer_views& lv,
+                     std::span<const std::uint8_t> read, float* out, attention::workspace& ws,
+                     const attention::options& opt) {
+  const std::size_t q_row = sh.n_head * sh.d_k, o_row = sh.n_head * sh.d_v;
+  thread_local std::vector<float> rq, ro;
+  thread_local std::vector<pos_t> pos;
+  thread_local std::vector<seq_id> seq;
+  thread_local std::vector<std::uint32_t> stream;
+  rq.clear();
+  pos.clear();
+  seq.clear();
+  stream.clear();
+  for (std::size_t j = 0; j < q.n_tokens; ++j) {
+    if (read[j]) continue;
+    rq.insert(rq.end(), q.q + j * q_row, q.q + (j + 1) * q_row);
+    pos.push_back(q.pos[j]);
+    seq.push_back(q.seq[j]);
+    stream.push_back(q.stream != nullptr ? q.stream[j] : 0u);
+  }
+  ro.resize(pos.size() * o_row);
+  const attention::query_batch rest{rq.data(), pos.size(), pos.data(), seq.data(), stream.data()};
+  MNEMO_RETURN_IF_ERROR(
+      (attention::attend<Isa, KE, VE>(sh, p, rest, lv.streams, ro.data(), ws, opt)));
+  for (std::size_t j = 0, r = 0; j < q.n_tokens; ++j)
+    if (!read[j]) std::memcpy(out + j * o_row, &ro[r++ * o_row], o_row * sizeof(float));
+  return {};
+}
+
 }  // namespace detail
 
 /// attend() of one layer through an observing memory, then its after_attention hook.
@@ -125,10 +159,16 @@ status attend_observed(M& mem, std::size_t layer, std::size_t u, const attention
                        const attention::options& opt) {
   constexpr bool exports = kernel_exports<M>();
   if constexpr (read_hooked_observer<M>) {  // decode rows read what the policy selects
-    bool handled = false;
+    thread_local std::vector<std::uint8_t> read;
     MNEMO_RETURN_IF_ERROR(
-        (mem.template attend_reads<Isa>(layer, u, sh, p, q, lv, out, ws, opt, handled)));
-    if (handled) return mem.after_attention(layer, u, false);
+        (mem.template attend_reads<Isa>(layer, u, sh, p, q, lv, out, ws, opt, read)));
+    const auto n_read = static_cast<std::size_t>(std::count(read.begin(), read.end(), 1));
+    if (n_read > 0) {
+      if (n_read < q.n_tokens)
+        MNEMO_RETURN_IF_ERROR(
+            (detail::attend_unread<Isa, KE, VE>(sh, p, q, lv, read, out, ws, opt)));
+      return mem.after_attention(layer, u, false);
+    }
   }
   if constexpr (M::wants_attention_stats) {
     if constexpr (requires { mem.observe_call(layer, u, sh, q); })

@@ -409,14 +409,14 @@ class bounded {
                     const attention::query_batch& q) noexcept {
     call_ = {layer, u, sh, q.q, true};
   }
-  /// Quest / ThinK: when every sequence of micro-batch u has one token, each row is
-  /// attended by its lane's reader (handled = true); otherwise the readers see the
-  /// prefill rows and the caller attends with the kernel (handled = false).
+  /// Quest / ThinK: each decode row of micro-batch u (a sequence with one token in
+  /// it) is attended by its lane's reader (read[row] = 1); the readers see the prefill
+  /// chunks' rows, which the caller attends with the kernel (read[row] = 0).
   template <simd::isa_tag Isa>
   status attend_reads(std::size_t layer, std::size_t u, const attention::shape& sh,
                       const attention::params& p, const attention::query_batch& q,
                       const layer_views& lv, float* out, attention::workspace& ws,
-                      const attention::options& opt, bool& handled);
+                      const attention::options& opt, std::vector<std::uint8_t>& read);
   /// The reader of lane (s, layer) (reads_hooked).
   const lane_reader& reader_of(seq_id s, std::size_t layer) const noexcept {
     return readers_[lane_index(s, layer, 0)];
