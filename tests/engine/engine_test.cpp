@@ -3,6 +3,7 @@
 // architecture opens with its default memory, bad options get a status naming them,
 // sequence operations and state I/O forward to the memory, an abort leaves the memory
 // as before, and text round-trips through the file's tokenizer.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -254,6 +255,44 @@ TEST(Engine, BoundedMemoryKeepsItsBudget) {
   engine full = open_or_fail("llama-tiny.gguf", full_o);
   EXPECT_LT(e.report().total_bytes * 10, full.report().total_bytes)
       << e.report().to_string() << full.report().to_string();
+}
+
+// Quest holds every token and reads each decode row's top pages: with evict_budget
+// covering the context its logits are the full cache's (to float tolerance: the rows
+// are attended per KV head); with one page (16 cells) they move.
+TEST(Engine, QuestReadsTheTopPagesOfAWholeContext) {
+  NEED_FIXTURES();
+  engine_options fo;
+  fo.n_ctx = 128;
+  fo.n_ubatch = 8;
+  fo.n_threads = 2;
+  engine full = open_or_fail("llama-tiny.gguf", fo);
+  engine_options qo = fo;
+  qo.policy = evict_policy::quest;
+  qo.evict_budget = 128;
+  engine all = open_or_fail("llama-tiny.gguf", qo);
+  EXPECT_EQ(all.options().memory, memory_kind::bounded);
+  qo.evict_budget = 16;
+  engine one_page = open_or_fail("llama-tiny.gguf", qo);
+  const auto p = prompt(72, 12);
+  float moved = 0.0f;
+  for (std::size_t i = 0; i < p.size();) {
+    const std::size_t n = i < 48 ? 8 : 1;  // a chunked prompt, then decode rows
+    const batch b = seq_batch({p.begin() + static_cast<std::ptrdiff_t>(i),
+                               p.begin() + static_cast<std::ptrdiff_t>(i + n)},
+                              0, pos_t(i), false);
+    ASSERT_TRUE(full.decode(b));
+    ASSERT_TRUE(all.decode(b));
+    ASSERT_TRUE(one_page.decode(b));
+    const auto want = full.logits_ith(-1), got = all.logits_ith(-1), few = one_page.logits_ith(-1);
+    for (std::size_t v = 0; v < want.size(); ++v) {
+      ASSERT_NEAR(got[v], want[v], 1e-4f) << "position " << i + n - 1 << ", token " << v;
+      if (n == 1) moved = std::max(moved, std::abs(few[v] - want[v]));
+    }
+    i += n;
+  }
+  EXPECT_EQ(all.seq_pos_max(0), 71);
+  EXPECT_GT(moved, 1e-3f) << "reading one page of 16 cells must change the logits";
 }
 
 TEST(Engine, TextRoundTripsThroughTheFileTokenizer) {

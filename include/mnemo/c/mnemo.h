@@ -69,8 +69,8 @@ typedef struct mnemo_options {
   const char* memory;       /* "auto" | full | split | iswa | iswa-split | recurrent | hybrid |
                                hybrid-split | bounded */
   const char* kv;           /* "f16" | f32 | bf16 | q8_0 | q4_0 */
-  const char* evict_policy; /* "none" | h2o | tova | snapkv | streaming_llm */
-  size_t evict_budget;      /* cells per (sequence, layer) with a policy */
+  const char* evict_policy; /* "none" | h2o | tova | snapkv | streaming_llm | quest */
+  size_t evict_budget;      /* cells per (sequence, layer) with a policy; quest: read per row */
   uint32_t n_ctx;           /* cells of all sequences together */
   int32_t n_seq_max;        /* sequence ids in [0, n_seq_max) */
   uint32_t n_ubatch;        /* most tokens per micro-batch */

@@ -39,14 +39,16 @@ enum class memory_kind : std::uint8_t {
 /// K/V element type of the attention layers.
 enum class kv_type : std::uint8_t { f32, f16, bf16, q8_0, q4_0 };
 
-/// The eviction policy of a bounded memory (docs/eviction.md).
-enum class evict_policy : std::uint8_t { none, h2o, tova, snapkv, streaming_llm };
+/// The eviction policy of a bounded memory (docs/eviction.md). quest evicts nothing
+/// below n_ctx / n_seq_max tokens per sequence: each decode row reads the evict_budget
+/// cells of its top pages (evict::quest_reads, pages of 16).
+enum class evict_policy : std::uint8_t { none, h2o, tova, snapkv, streaming_llm, quest };
 
 struct engine_options {
   memory_kind memory = memory_kind::automatic;
   kv_type kv = kv_type::f16;
   /// A policy other than none makes the memory bounded: at most evict_budget cells per
-  /// (sequence, layer) between calls.
+  /// (sequence, layer) between calls (quest: read per decode row).
   evict_policy policy = evict_policy::none;
   std::size_t evict_budget = 0;
   /// Cells of all sequences together, as llama.cpp's n_ctx: split streams and
@@ -69,7 +71,8 @@ inline constexpr std::string_view memory[] = {"auto",   "full",         "split",
                                               "iswa",   "iswa-split",   "recurrent",
                                               "hybrid", "hybrid-split", "bounded"};
 inline constexpr std::string_view kv[] = {"f32", "f16", "bf16", "q8_0", "q4_0"};
-inline constexpr std::string_view policy[] = {"none", "h2o", "tova", "snapkv", "streaming_llm"};
+inline constexpr std::string_view policy[] = {"none",   "h2o",           "tova",
+                                              "snapkv", "streaming_llm", "quest"};
 
 /// "a, b, c" for messages.
 inline std::string list(std::span<const std::string_view> names) {
