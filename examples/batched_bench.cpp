@@ -92,8 +92,12 @@ bool parse_args(int argc, char** argv, options& o) {
       pos.emplace_back(a);
     }
   }
-  if (o.rt.memory != "full" && o.rt.memory != "split")
+  if (o.rt.policy != "none") {  // a bounded memory under the policy, through the engine
+    if (o.api != "engine") return args.complain("--policy needs --api engine, not", o.api), false;
+    o.rt.memory = "bounded";
+  } else if (o.rt.memory != "full" && o.rt.memory != "split") {
     return args.complain("--memory takes full or split here, not", o.rt.memory), false;
+  }
   if (pos.size() != 1) return false;
   o.model = pos[0];
   return true;
@@ -292,6 +296,9 @@ result<roofline_inputs> roofline_inputs_of(const options& o, int threads) {
   }
   roofline_inputs r;
   MNEMO_ASSIGN_OR_RETURN(r.model, mnemo_examples::roofline_model_of(f, hp, e));
+  if (o.rt.policy != "none")  // a token reads at most evict_budget cells of a layer
+    for (mnemo_examples::roofline_layer& l : r.model.layers)
+      if (l.window == 0 || l.window > o.rt.evict_budget) l.window = o.rt.evict_budget;
   r.read_gbps = mnemo_bench::read_gbps_for(threads);
   r.fma_gflops = mnemo_bench::fma_gflops_for(threads);
   r.n_ubatch = std::min(o.rt.n_ubatch, o.rt.n_batch);

@@ -32,9 +32,23 @@ if(MNEMO_BUILD_EXAMPLES)
   # A library error exits 1: a token outside the vocabulary.
   add_test(NAME examples.generate.bad-token
            COMMAND sh -c "\"$<TARGET_FILE:generate>\" \"${mnemo_tiny_llama}\" --tokens 1,99999 -n 2; test $? -eq 1")
+  # Eviction policies from the command line: the engine's bounded memory.
+  add_test(NAME examples.batched_bench.quest
+           COMMAND batched_bench "${mnemo_tiny_llama}" -npp 40 -ntg 4 -npl 1,2 --policy quest
+                   --evict-budget 16 --ubatch 8 --threads 1 --output-format jsonl)
+  set_tests_properties(examples.batched_bench.quest PROPERTIES
+                       PASS_REGULAR_EXPRESSION "\"memory\": \"bounded\".*\"pl\": 2"
+                       ENVIRONMENT "MNEMO_READ_GBPS=20;MNEMO_FMA_GFLOPS=100")
+  add_test(NAME examples.generate.policy-h2o
+           COMMAND generate "${mnemo_tiny_llama}" --tokens 1,40,41,42 -n 8 --temp 0
+                   --policy h2o --evict-budget 6 --threads 1)
+  add_test(NAME examples.generate.bad-policy
+           COMMAND sh -c "out=$(\"$<TARGET_FILE:generate>\" \"${mnemo_tiny_llama}\" --policy lru 2>&1); test $? -eq 2 && echo \"$out\" | grep -q -- '--policy takes'")
   set_tests_properties(examples.batched_bench.full examples.batched_bench.split-q8_0
+                       examples.batched_bench.quest
                        examples.generate.text examples.generate.tokens-split
-                       examples.generate.bad-token
+                       examples.generate.bad-token examples.generate.policy-h2o
+                       examples.generate.bad-policy
                        PROPERTIES FIXTURES_REQUIRED mnemo_tiny_llama LABELS examples)
 
   # A user-defined eviction policy through bounded<>, per layer and per KV head: its

@@ -127,8 +127,10 @@ struct runtime_options {
   std::uint32_t n_batch = 2048;
   std::string prefetch;  // "" (the CPU's default) | l1 | l2: simd::prefetch_target
   bool no_mmap = false;  // read the model into memory (gguf::access::read) instead of mapping it
-  bool no_weight_tiles = false;  // keep q4_0 / k-quant weights only as rows (weight_tiles.hpp)
-  bool bf16_products = false;    // decode attention in bf16 products (product_precision.hpp)
+  bool no_weight_tiles = false;    // keep q4_0 / k-quant weights only as rows (weight_tiles.hpp)
+  bool bf16_products = false;      // decode attention in bf16 products (product_precision.hpp)
+  std::string policy = "none";     // an engine eviction policy: none | h2o | ... | quest
+  std::uint32_t evict_budget = 0;  // cells per (sequence, layer); quest: read per decode row
 };
 
 /// How the runtime examples open their model file.
@@ -140,7 +142,8 @@ inline constexpr const char* k_runtime_usage =
     "       [--memory auto|full|split|iswa|iswa-split|recurrent|hybrid|hybrid-split]\n"
     "       [--kv f32|f16|bf16|q8_0|q4_0] [--threads N]\n"
     "       [--ctx N] [--ubatch N] [--batch N] [--prefetch l1|l2] [--no-mmap]\n"
-    "       [--no-weight-tiles] [--bf16-products]\n";
+    "       [--no-weight-tiles] [--bf16-products]\n"
+    "       [--policy none|h2o|tova|snapkv|streaming_llm|quest] [--evict-budget N]\n";
 
 inline bool is_memory_name(std::string_view v) { return mnemo::parse_memory_kind(v).is_ok(); }
 inline bool is_kv_name(std::string_view v) { return mnemo::parse_kv_type(v).is_ok(); }
@@ -158,6 +161,8 @@ inline mnemo::engine_options engine_options_of(const runtime_options& o, mnemo::
   e.n_batch = o.n_batch;
   e.n_threads = e.n_threads_batch = o.threads;
   e.use_mmap = !o.no_mmap;
+  e.policy = mnemo::parse_evict_policy(o.policy).value_or(mnemo::evict_policy::none);
+  e.evict_budget = o.evict_budget;
   return e;
 }
 
@@ -178,7 +183,8 @@ inline option_parse parse_runtime_option(arg_cursor& args, runtime_options& o) {
       return option_parse::taken;
     }
   const bool mine = a == "--memory" || a == "--kv" || a == "--threads" || a == "--ctx" ||
-                    a == "--ubatch" || a == "--batch" || a == "--prefetch";
+                    a == "--ubatch" || a == "--batch" || a == "--prefetch" || a == "--policy" ||
+                    a == "--evict-budget";
   if (!mine) return option_parse::not_mine;
   args.take();
   const char* v = args.value(a);
@@ -193,6 +199,12 @@ inline option_parse parse_runtime_option(arg_cursor& args, runtime_options& o) {
     if (!is_kv_name(v))
       return args.complain("--kv takes f32, f16, bf16, q8_0 or q4_0, not", v), option_parse::bad;
     o.kv = v;
+  } else if (a == "--policy") {
+    if (!mnemo::parse_evict_policy(v).is_ok())
+      return args.complain("--policy takes none, h2o, tova, snapkv, streaming_llm or quest, not",
+                           v),
+             option_parse::bad;
+    o.policy = v;
   } else if (a == "--prefetch") {
     if (std::string_view(v) != "l1" && std::string_view(v) != "l2")
       return args.complain("--prefetch takes l1 or l2, not", v), option_parse::bad;
@@ -204,7 +216,10 @@ inline option_parse parse_runtime_option(arg_cursor& args, runtime_options& o) {
   } else {
     if (!parse_u32(v, u, a == "--ctx" ? 0 : 1))
       return args.complain("expected a positive number, got", v), option_parse::bad;
-    (a == "--ctx" ? o.n_ctx : a == "--ubatch" ? o.n_ubatch : o.n_batch) = u;
+    (a == "--ctx"      ? o.n_ctx
+     : a == "--ubatch" ? o.n_ubatch
+     : a == "--batch"  ? o.n_batch
+                       : o.evict_budget) = u;
   }
   return option_parse::taken;
 }
