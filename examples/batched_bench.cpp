@@ -94,6 +94,8 @@ bool parse_args(int argc, char** argv, options& o) {
   }
   if (o.rt.policy != "none") {  // a bounded memory under the policy, through the engine
     if (o.api != "engine") return args.complain("--policy needs --api engine, not", o.api), false;
+    if (o.rt.memory != "full" && o.rt.memory != "bounded")  // full: the default here
+      return args.complain("--policy runs memory bounded, not", o.rt.memory), false;
     o.rt.memory = "bounded";
   } else if (o.rt.memory != "full" && o.rt.memory != "split") {
     return args.complain("--memory takes full or split here, not", o.rt.memory), false;
