@@ -53,6 +53,11 @@ if(Python3_Interpreter_FOUND AND MNEMO_BUILD_EXAMPLES
                    -p "the cat" -n 8 --threads 1)
   set_tests_properties(engine.python.generate PROPERTIES LABELS engine
                        PASS_REGULAR_EXPRESSION "^the cat")
+  add_test(NAME engine.python.generate-quest
+           COMMAND Python3::Interpreter "${_py}" --lib "$<TARGET_FILE:mnemo_c>" "${_tiny}"
+                   -p "the cat" -n 8 --threads 1 --policy quest --evict-budget 16)
+  set_tests_properties(engine.python.generate-quest PROPERTIES LABELS engine
+                       PASS_REGULAR_EXPRESSION "memory bounded")
   # The C++ path first (mnemo-replay through mnemo::engine, full_cache<float>), then the
   # same scenario through Python -> C -> engine: identical logits.
   foreach(scenario IN ITEMS multi branch)

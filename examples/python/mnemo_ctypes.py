@@ -151,7 +151,8 @@ class Engine:
 
 
 def generate(lib, args):
-    e = Engine(lib, args.model, n_threads=args.threads, n_ctx=args.ctx)
+    e = Engine(lib, args.model, n_threads=args.threads, n_ctx=args.ctx,
+               evict_policy=args.policy, evict_budget=args.evict_budget)
     try:
         ids = e.tokenize(args.prompt)
         e.decode(ids, list(range(len(ids))), [0] * len(ids))
@@ -238,6 +239,10 @@ def main():
     p.add_argument("--ctx", type=int, default=4096)
     p.add_argument("--kv", default="f32")
     p.add_argument("--memory", default=None)
+    p.add_argument("--policy", default="none",
+                   help="eviction policy: none, h2o, tova, snapkv, streaming_llm, quest")
+    p.add_argument("--evict-budget", type=int, default=0,
+                   help="cells per (sequence, layer); quest: cells a decode row reads")
     p.add_argument("--replay", nargs=3, metavar=("SCENARIO", "REF", "TOL"))
     p.add_argument("--no-weight-tiles", action="store_true",
                    help="load q4_0 / k-quant weights without their tiles (less memory)")
