@@ -293,6 +293,22 @@ TEST(Engine, QuestReadsTheTopPagesOfAWholeContext) {
   }
   EXPECT_EQ(all.seq_pos_max(0), 71);
   EXPECT_GT(moved, 1e-3f) << "reading one page of 16 cells must change the logits";
+
+  // A saved session loads into a fresh handle whose pages (rebuilt from the loaded
+  // keys) give the same logits, bit for bit, on the next tokens.
+  std::vector<std::uint8_t> saved;
+  ASSERT_TRUE(one_page.state_write(-1, saved));
+  engine loaded = open_or_fail("llama-tiny.gguf", qo);
+  ASSERT_TRUE(loaded.state_read(saved));
+  const auto next = prompt(4, 13);
+  for (std::size_t i = 0; i < next.size(); ++i) {
+    const batch b = seq_batch({next[i]}, 0, pos_t(72 + i), false);
+    ASSERT_TRUE(one_page.decode(b));
+    ASSERT_TRUE(loaded.decode(b));
+    const auto a = one_page.logits_ith(-1), l = loaded.logits_ith(-1);
+    for (std::size_t v = 0; v < a.size(); ++v)
+      ASSERT_EQ(l[v], a[v]) << "token " << i << " after loading, column " << v;
+  }
 }
 
 TEST(Engine, TextRoundTripsThroughTheFileTokenizer) {
