@@ -41,7 +41,7 @@ enum class kv_type : std::uint8_t { f32, f16, bf16, q8_0, q4_0 };
 
 /// The eviction policy of a bounded memory (docs/eviction.md). quest evicts nothing
 /// below n_ctx / n_seq_max tokens per sequence: each decode row reads the evict_budget
-/// cells of its top pages (evict::quest_reads, pages of 16).
+/// cells of its top pages, rounded up to whole pages (evict::quest_reads, pages of 16).
 enum class evict_policy : std::uint8_t { none, h2o, tova, snapkv, streaming_llm, quest };
 
 struct engine_options {
