@@ -54,7 +54,7 @@ struct quest_config {
 /// Cost of a step: one bound per page per query head, 2 d_k FMAs, against attention's
 /// 2 d_k FMAs per query head and read cell: about n_pages / (top_pages x page_size) of
 /// the attention's arithmetic, so the selection stays under a tenth of it while the
-/// held context is below ~0.1 x read budget x page_size (docs/eviction.md, measured).
+/// held context is below ~0.13 x read budget x page_size (docs/eviction.md, measured).
 class quest_index {
  public:
   static constexpr std::size_t page_block = detail::quest_page_block;
