@@ -182,9 +182,17 @@ inline option_parse parse_runtime_option(arg_cursor& args, runtime_options& o) {
       o.*flag = true;
       return option_parse::taken;
     }
-  const bool mine = a == "--memory" || a == "--kv" || a == "--threads" || a == "--ctx" ||
-                    a == "--ubatch" || a == "--batch" || a == "--prefetch" || a == "--policy" ||
-                    a == "--evict-budget";
+  // The runtime options that take a count (--ctx may be 0: sized by the example).
+  static constexpr std::pair<std::string_view, std::uint32_t runtime_options::*> counts[] = {
+      {"--ctx", &runtime_options::n_ctx},
+      {"--ubatch", &runtime_options::n_ubatch},
+      {"--batch", &runtime_options::n_batch},
+      {"--evict-budget", &runtime_options::evict_budget}};
+  std::uint32_t runtime_options::*count = nullptr;
+  for (const auto& [name, member] : counts)
+    if (a == name) count = member;
+  const bool mine = count != nullptr || a == "--memory" || a == "--kv" || a == "--threads" ||
+                    a == "--prefetch" || a == "--policy";
   if (!mine) return option_parse::not_mine;
   args.take();
   const char* v = args.value(a);
@@ -216,10 +224,7 @@ inline option_parse parse_runtime_option(arg_cursor& args, runtime_options& o) {
   } else {
     if (!parse_u32(v, u, a == "--ctx" ? 0 : 1))
       return args.complain("expected a positive number, got", v), option_parse::bad;
-    (a == "--ctx"      ? o.n_ctx
-     : a == "--ubatch" ? o.n_ubatch
-     : a == "--batch"  ? o.n_batch
-                       : o.evict_budget) = u;
+    o.*count = u;
   }
   return option_parse::taken;
 }

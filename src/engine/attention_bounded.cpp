@@ -36,8 +36,7 @@ result<backend_ptr> open_attention_bounded(model::attention_decoder& m, backend_
         evict::quest_reads<> q;
         q.page_size = 16;
         q.top_pages = (b + q.page_size - 1) / q.page_size;
-        const std::size_t n_seq = static_cast<std::size_t>(o.n_seq_max);
-        return with_policy(q, (o.n_ctx + n_seq - 1) / n_seq);
+        return with_policy(q, per_seq(o));
       }
       case evict_policy::none: break;
     }

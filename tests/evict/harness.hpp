@@ -97,7 +97,8 @@ struct run_options {
   memory::position_mode mode = memory::position_mode::original;
   memory::kv_granularity granularity = memory::kv_granularity::per_layer;
   memory::budget_rule rule = memory::budget_rule::kept;
-  std::vector<std::size_t> head_budgets{};  // per KV head, as bounded_config::head_budgets
+  // Per layer / per KV head, as bounded_config's (empty: the one budget everywhere).
+  std::vector<std::size_t> layer_budgets{}, head_budgets{};
 };
 
 /// Prefill `n_prefill` tokens in chunks of `chunk`, then decode the rest one by one.
@@ -113,6 +114,7 @@ run_result run_synthetic(const synthetic& s, std::size_t n_prefill, std::size_t 
   cfg.positions = mode;
   cfg.granularity = o.granularity;
   cfg.rule = o.rule;
+  cfg.layer_budgets = o.layer_budgets;
   cfg.head_budgets = o.head_budgets;
   auto m = memory::bounded<Policy, float>::make(cfg, policy).value();
   const attention::shape sh{s.n_head, s.n_head_kv, s.d, s.d};

@@ -194,24 +194,19 @@ struct llama_quality {
   std::size_t first_divergence = 0;  // first step whose top-1 differs (n_decode: none)
 };
 
-/// How the bounded memory lays out its budget: lanes, and per-layer or per-head budgets
-/// (as bounded_config's; empty: the one budget everywhere).
-struct budget_layout {
-  memory::kv_granularity granularity = memory::kv_granularity::per_layer;
-  std::vector<std::size_t> layer_budgets{}, head_budgets{};
-};
-
 /// Mean KL(full || bounded) of the next-token distributions over the decode steps.
 template <class Policy>
 double mean_kl(std::size_t budget, Policy p, std::size_t n_prompt, std::size_t n_decode,
-               const budget_layout& lo = {}, llama_quality* q_out = nullptr) {
+               const run_options& lo = {}, llama_quality* q_out = nullptr) {
   const auto& M = small_llama().m;
   memory::bounded_config c;
   c.shape = M.kv_shape();
   c.budget = budget;
   c.max_ubatch = 32;
   c.rope = M.hparams().rope();
+  c.positions = lo.mode;
   c.granularity = lo.granularity;
+  c.rule = lo.rule;
   c.layer_budgets = lo.layer_budgets;
   c.head_budgets = lo.head_budgets;
   auto bnd =
@@ -271,7 +266,7 @@ TEST(EvictQuality, RandomLlamaKLFallsWithBudget) {
     std::vector<double> kl;
     for (std::size_t b : budgets) {
       llama_quality q;
-      kl.push_back(mean_kl(b, policy, n_prompt, n_decode, {gr}, &q));
+      kl.push_back(mean_kl(b, policy, n_prompt, n_decode, {.granularity = gr}, &q));
       std::printf("| %s | %zu | %.5f | %.2f | %zu |\n", name, b, kl.back(), q.top1,
                   q.first_divergence);
     }
@@ -340,7 +335,7 @@ TEST(EvictQuality, RandomLlamaAdakv) {
     std::vector<double> kl;
     for (std::size_t b : {ctx_len / 16, ctx_len / 4, ctx_len / 2, ctx_len}) {
       llama_quality q;
-      kl.push_back(mean_kl(b, policy, n_prompt, n_decode, {head}, &q));
+      kl.push_back(mean_kl(b, policy, n_prompt, n_decode, {.granularity = head}, &q));
       std::printf("| %s | %zu | %.5f | %.2f | %zu |\n", name, b, kl.back(), q.top1,
                   q.first_divergence);
     }
@@ -377,15 +372,15 @@ TEST(EvictQuality, RandomLlamaBudgetLayouts) {
     return kl;
   };
   auto pyramid = [&](std::size_t b) {
-    return budget_layout{.layer_budgets = evict::pyramid_budgets(hp.n_layer, b)};
+    return run_options{.layer_budgets = evict::pyramid_budgets(hp.n_layer, b)};
   };
   rows("pyramidkv h2o", h2o_p(), pyramid);
   rows("pyramidkv snapkv", snap_p(), pyramid);
   std::vector<std::uint8_t> profile(hp.n_layer * hp.n_head_kv, 0);
   for (std::size_t l = 0; l < hp.n_layer; ++l) profile[l * hp.n_head_kv] = 1;
   const auto duo = rows("duo-attention", evict::streaming_llm{}, [&](std::size_t b) {
-    return budget_layout{.granularity = memory::kv_granularity::per_kv_head,
-                         .head_budgets = evict::duo_attention_budgets(profile, ctx_len, 4, b - 4)};
+    return run_options{.granularity = memory::kv_granularity::per_kv_head,
+                       .head_budgets = evict::duo_attention_budgets(profile, ctx_len, 4, b - 4)};
   });
   EXPECT_LE(duo.back(), 1e-9) << "every head holding the context must give the full cache's logits";
 }
