@@ -409,21 +409,11 @@ TEST(EvictAdakv, NeedleModelTable) {
   const std::size_t n_prompt = k_big ? 2048 : 512, n_seeds = k_big ? 8 : 3;
   run_options o;
   o.granularity = memory::kv_granularity::per_kv_head;
-  struct seed_run {
-    needle_model nm;
-    synthetic s;
-    run_result full;
-  };
-  std::vector<seed_run> runs;  // the full cache once per seed
-  for (std::uint64_t seed = 1; seed <= n_seeds; ++seed) {
-    const needle_model nm(table_spec(n_prompt, seed));
-    const synthetic s = nm.rows(nm.full_sequence());
-    runs.push_back({nm, s, run_synthetic(s, n_prompt - 1, 32, s.n_tokens, planted{})});
-  }
+  const std::vector<needle_run> runs = needle_runs(n_prompt, n_seeds);
   auto table = [&](const char* name, auto policy) {
     for (std::size_t b : {n_prompt / 16, n_prompt / 8, n_prompt / 4, n_prompt / 2}) {
       quality_sum sum;
-      for (const seed_run& sr : runs) {
+      for (const needle_run& sr : runs) {
         const quality q = measure_needle(sr.nm, sr.s, sr.full, b, policy, o);
         if (std::string(name).find("tova") != std::string::npos) {
           EXPECT_TRUE(q.answer_right) << name << " budget " << b << " seed " << sr.nm.spec().seed;

@@ -30,6 +30,8 @@
 
 #include "evict/harness.hpp"
 
+#include "mnemo/evict/last_recent.hpp"
+
 namespace evict_test {
 
 struct needle_spec {
@@ -279,6 +281,26 @@ quality measure_needle(const needle_model& nm, const synthetic& s, const run_res
   const std::size_t n_prefill = nm.spec().n_prompt - 1, row = s.n_head * s.d;
   const run_result r = run_synthetic(s, n_prefill, 32, budget, policy, o);
   return needle_quality(nm, full, r.out, r.needle_kept_at_question, row);
+}
+
+/// One seed's needle model, its rows and the full cache's run over them (budget >=
+/// context), which a table compares every policy and budget against.
+struct needle_run {
+  needle_model nm;
+  synthetic s;
+  run_result full;
+};
+
+/// The table's seeds 1..n_seeds at n_prompt, the full cache run once each.
+inline std::vector<needle_run> needle_runs(std::size_t n_prompt, std::size_t n_seeds) {
+  std::vector<needle_run> runs;
+  for (std::uint64_t seed = 1; seed <= n_seeds; ++seed) {
+    const needle_model nm(table_spec(n_prompt, seed));
+    const synthetic s = nm.rows(nm.full_sequence());
+    runs.push_back(
+        {nm, s, run_synthetic(s, n_prompt - 1, 32, s.n_tokens, mnemo::evict::last_recent{})});
+  }
+  return runs;
 }
 
 }  // namespace evict_test
