@@ -268,15 +268,16 @@ struct dense_cells {
 /// top pages; attention = quest_attend over the selected pages. B = cells read
 /// (top_pages x page), ctx = cells held. The selection computes one bound per page and
 /// query head (2 d FMAs, as attention spends per cell read), so its share is about
-/// ctx / (page x B) of the attention's arithmetic. bytes_read / full_bytes: K/V (and
-/// page metadata) bytes one step reads against attending every cell.
+/// ctx / (page x B) of the attention's arithmetic (half that in bf16 dot products:
+/// bf16 = 1, where the CPU has AVX512_BF16; 0: f32 bounds). bytes_read / full_bytes:
+/// K/V (and page metadata) bytes one step reads against attending every cell.
 void BM_quest_step(benchmark::State& state) {
   using clk = std::chrono::steady_clock;
   const std::size_t B = static_cast<std::size_t>(state.range(0)),
                     ctx = static_cast<std::size_t>(state.range(1)),
                     page = static_cast<std::size_t>(state.range(2));
   dense_cells c(ctx, k_d);
-  const evict::quest_config qc{page, B / page, k_hkv, k_d, true};
+  const evict::quest_config qc{page, B / page, k_hkv, k_d, true, state.range(3) != 0};
   auto ix = evict::quest_index::make(qc).value();
   auto tail = evict::quest_index::make(qc).value();  // times append without growing ix
   for (std::size_t j = 0; j < ctx; ++j) ix.append(&c.kf[j * k_hkv * k_d]);
@@ -318,13 +319,12 @@ void BM_quest_step(benchmark::State& state) {
   state.counters["book/attn_cpu"] = book_cpu / attn_cpu;
   state.counters["bytes_read"] = static_cast<double>(evict::quest_bytes_read<E, E>(ix, sh));
   state.counters["full_bytes"] = static_cast<double>(ctx * k_hkv * k_d * 2 * sizeof(E));
+  state.counters["bf16_bounds"] = ix.bf16_bounds() ? 1 : 0;
 }
 BENCHMARK(BM_quest_step)
-    ->ArgNames({"B", "ctx", "page"})
-    ->Args({1024, 2048, 16})
-    ->Args({1024, 4096, 16})
-    ->Args({1024, 4096, 64})
-    ->Args({1024, 16384, 64});
+    ->ArgNames({"B", "ctx", "page", "bf16"})
+    ->ArgsProduct({{1024}, {2048, 4096}, {16}, {0, 1}})
+    ->ArgsProduct({{1024}, {4096, 16384}, {64}, {0, 1}});
 
 /// ThinK at budget B cells: bookkeeping = pruning the step's key and gathering the
 /// query (the channel choice runs once, at the end of the prefill: choose_us);

@@ -180,10 +180,21 @@ void check_half() {
     float f[L], b[L];
     N::store(f, N::load_f16(in));
     N::store(b, N::load_bf16(in));
+    std::uint32_t w[L];
+    for (std::size_t j = 0; j < L; ++j) w[j] = std::uint32_t{in[j]} << 16 | (0xffffu - in[j]);
+    typename N::vf lo, hi;
+    N::load_bf16_pairs(w, lo, hi);
+    float pl[L], ph[L];
+    N::store(pl, lo);
+    N::store(ph, hi);
     for (std::size_t j = 0; j < L; ++j) {
       CHECK(bits(f[j]) == bits(simd::f16_bits_to_f32(in[j])), "load_f16(0x%04x) = %a", in[j], f[j]);
       CHECK(bits(b[j]) == bits(simd::bf16_bits_to_f32(in[j])), "load_bf16(0x%04x) = %a", in[j],
             b[j]);
+      CHECK(bits(ph[j]) == bits(b[j]) &&
+                bits(pl[j]) ==
+                    bits(simd::bf16_bits_to_f32(static_cast<std::uint16_t>(0xffffu - in[j]))),
+            "load_bf16_pairs(0x%08x) = %a, %a", w[j], pl[j], ph[j]);
     }
   }
   std::vector<float> x;

@@ -1,6 +1,8 @@
 // Quest (evict/quest.hpp, evict/quest_attend.hpp) against an independent fp64 model of
-// its rule: page min/max recomputed from the keys, the bound, the top pages per KV
-// head (or per layer) with the newest page forced and ties to the older page; the
+// its rule: page min/max recomputed from the keys and rounded outward to bf16, the
+// bound (of the query, or of its halves rounded to bf16 with bf16 bounds), the top
+// pages per KV head (or per layer) with the newest page forced and ties to the older
+// page; the
 // attention over the selected pages against an fp64 softmax over exactly those
 // cells (f32 and f16 storage, GQA, partial last page); every page selected gives the
 // plain kernel's output; the bound holds for every key; bytes read; bad calls get a
@@ -9,6 +11,8 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "common/splitmix64.hpp"
@@ -51,19 +55,43 @@ data make_data(const case_spec& c, std::uint64_t seed) {
   return x;
 }
 
-/// fp64 model of the selection: [sets][pages] increasing.
-std::vector<std::vector<std::uint32_t>> brute_selection(const case_spec& c, const data& x) {
-  const std::size_t np = (c.n_cells + c.page - 1) / c.page, k = std::min(c.top, np);
+/// x rounded to bf16 (8 significant bits) toward -inf (up = false) or +inf.
+double bf16_outward(double x, bool up) {
+  if (x == 0.0) return 0.0;
+  int e = 0;
+  (void)std::frexp(x, &e);  // |x| = m 2^e, m in [0.5, 1)
+  const double ulp = std::ldexp(1.0, e - 8);
+  return (up ? std::ceil(x / ulp) : std::floor(x / ulp)) * ulp;
+}
+
+/// x rounded to bf16, to nearest, ties to even.
+double bf16_nearest(double x) {
+  if (x == 0.0) return 0.0;
+  int e = 0;
+  (void)std::frexp(x, &e);
+  const double ulp = std::ldexp(1.0, e - 8);
+  return std::nearbyint(x / ulp) * ulp;  // the default rounding mode: to nearest even
+}
+
+/// fp64 model of the page scores, [sets][pages] (the newest page's > any bound), and of
+/// each score's magnitude (the largest sum of |terms|), the scale of its f32 rounding.
+/// bf16_query: the bound of the query's halves rounded to bf16 (bf16 bounds).
+struct brute_scores {
+  std::vector<std::vector<double>> score, magnitude;
+};
+brute_scores brute_page_scores(const case_spec& c, const data& x, bool bf16_query) {
+  const std::size_t np = (c.n_cells + c.page - 1) / c.page;
   const std::size_t sets = c.per_head ? c.n_head_kv : 1, hps = c.per_head ? 1 : c.n_head_kv;
-  std::vector<std::vector<std::uint32_t>> sel(sets);
+  brute_scores b;
+  b.score.assign(sets, std::vector<double>(np, -1e300));
+  b.magnitude.assign(sets, std::vector<double>(np, 0.0));
   for (std::size_t s = 0; s < sets; ++s) {
-    std::vector<double> score(np, -1e300);
     for (std::size_t p = 0; p < np; ++p)
       for (std::size_t hh = 0; hh < hps; ++hh) {
         const std::size_t h = s * hps + hh;
         for (std::size_t qi = 0; qi < c.group; ++qi) {
           const float* q = &x.q[(h * c.group + qi) * c.d];
-          double u = 0.0;
+          double u = 0.0, mag = 0.0;
           for (std::size_t ch = 0; ch < c.d; ++ch) {
             double lo = 1e300, hi = -1e300;
             for (std::size_t j = p * c.page; j < std::min(c.n_cells, (p + 1) * c.page); ++j) {
@@ -71,12 +99,28 @@ std::vector<std::vector<std::uint32_t>> brute_selection(const case_spec& c, cons
               lo = std::min(lo, kv);
               hi = std::max(hi, kv);
             }
-            u += std::max(q[ch] * lo, q[ch] * hi);
+            lo = bf16_outward(lo, false);
+            hi = bf16_outward(hi, true);
+            const double qc = bf16_query ? bf16_nearest(q[ch]) : q[ch];
+            const double term = std::max(qc * lo, qc * hi);
+            u += term;
+            mag += std::abs(term);
           }
-          score[p] = std::max(score[p], u);
+          b.score[s][p] = std::max(b.score[s][p], u);
+          b.magnitude[s][p] = std::max(b.magnitude[s][p], mag);
         }
       }
-    score[np - 1] = 1e301;
+    b.score[s][np - 1] = 1e301;
+  }
+  return b;
+}
+
+/// fp64 model of the selection: [sets][pages] increasing.
+std::vector<std::vector<std::uint32_t>> brute_selection(const case_spec& c, const brute_scores& b) {
+  const std::size_t np = (c.n_cells + c.page - 1) / c.page, k = std::min(c.top, np);
+  std::vector<std::vector<std::uint32_t>> sel(b.score.size());
+  for (std::size_t s = 0; s < sel.size(); ++s) {
+    const std::vector<double>& score = b.score[s];
     std::vector<std::uint32_t> order(np);
     for (std::size_t p = 0; p < np; ++p) order[p] = static_cast<std::uint32_t>(p);
     std::stable_sort(order.begin(), order.end(),
@@ -117,11 +161,14 @@ std::vector<double> brute_attention(const case_spec& c, const std::vector<float>
   return out;
 }
 
+/// bf16_bounds: the index's setting; the model rounds the query where the index
+/// computes bf16 bounds (bf16_bounds() on this CPU).
 template <class E>
-void check_case(const case_spec& c, std::uint64_t seed, double tol) {
-  SCOPED_TRACE(::testing::Message() << "seed " << seed << " cells " << c.n_cells << " page "
-                                    << c.page << " top " << c.top << " heads " << c.n_head_kv << "x"
-                                    << c.group << " per_head " << c.per_head);
+void check_case(const case_spec& c, std::uint64_t seed, double tol, bool bf16_bounds) {
+  SCOPED_TRACE(::testing::Message()
+               << "seed " << seed << " cells " << c.n_cells << " page " << c.page << " top "
+               << c.top << " heads " << c.n_head_kv << "x" << c.group << " per_head " << c.per_head
+               << " bf16 bounds " << bf16_bounds);
   const data x = make_data(c, seed);
   evict::quest_config qc;
   qc.page_size = c.page;
@@ -129,6 +176,7 @@ void check_case(const case_spec& c, std::uint64_t seed, double tol) {
   qc.n_head_kv = c.n_head_kv;
   qc.d_k = c.d;
   qc.per_head = c.per_head;
+  qc.bf16_bounds = bf16_bounds;
   auto ix = evict::quest_index::make(qc).value();
   // Stored rows in E (what the cache holds) and their decoded values (what the
   // index and the reference see).
@@ -145,8 +193,15 @@ void check_case(const case_spec& c, std::uint64_t seed, double tol) {
   data xd = x;
   xd.k = kd;
   ix.select(x.q.data(), c.group);
-  const auto want = brute_selection(c, xd);
+  const brute_scores model = brute_page_scores(c, xd, ix.bf16_bounds());
+  const auto want = brute_selection(c, model);
   for (std::size_t s = 0; s < want.size(); ++s) {
+    const auto scores = ix.scores(s);
+    ASSERT_EQ(scores.size(), model.score[s].size());
+    for (std::size_t p = 0; p + 1 < scores.size(); ++p)
+      ASSERT_NEAR(scores[p], model.score[s][p], 1e-5 * model.magnitude[s][p])
+          << "set " << s << " page " << p;
+    ASSERT_EQ(scores.back(), std::numeric_limits<float>::infinity());
     const auto got = ix.selected(s);
     ASSERT_EQ(std::vector<std::uint32_t>(got.begin(), got.end()), want[s]) << "set " << s;
   }
@@ -183,7 +238,7 @@ void check_case(const case_spec& c, std::uint64_t seed, double tol) {
   for (std::size_t s = 0; s < want.size(); ++s) cells_read += ix.selected_cells(s);
   const std::size_t per_set_heads = c.per_head ? 1 : c.n_head_kv;
   const std::size_t np = (c.n_cells + c.page - 1) / c.page, B = evict::quest_index::page_block;
-  const std::size_t meta_bytes = (np + B - 1) / B * B * c.n_head_kv * c.d * 2 * sizeof(float);
+  const std::size_t meta_bytes = (np + B - 1) / B * B * c.n_head_kv * c.d * 2 * 2;  // 2 bf16
   EXPECT_EQ(ix.metadata_bytes(), meta_bytes);
   EXPECT_EQ((evict::quest_bytes_read<E, E>(ix, sh)),
             cells_read * per_set_heads * 2 * c.d * sizeof(E) + meta_bytes);
@@ -198,15 +253,75 @@ TEST(EvictQuest, SelectionAndAttentionMatchFp64) {
   };
   for (std::uint64_t seed = 1; seed <= 4; ++seed)
     for (const case_spec& c : cases) {
-      check_case<float>(c, seed, 2e-5);
-      check_case<dtype::f16>(c, seed, 1e-3);
+      check_case<float>(c, seed, 2e-5, false);
+      check_case<dtype::f16>(c, seed, 1e-3, false);
     }
+}
+
+// The same with bf16 bounds (the default): the bounds of the query's halves rounded
+// to bf16 (the fp64 model rounds them too); the attention is unchanged.
+TEST(EvictQuest, Bf16BoundsSelectionMatchesFp64) {
+  if (!simd::detail::cpu().avx512_bf16 || !std::is_same_v<simd::native, simd::avx512>)
+    GTEST_SKIP() << "bf16 bounds need the AVX-512 build on a CPU with AVX512_BF16";
+  const case_spec cases[] = {
+      {203, 8, 5, 2, 2, 16, true}, {203, 8, 5, 2, 2, 16, false}, {64, 16, 2, 1, 4, 32, true},
+      {37, 8, 1, 2, 3, 16, true},  {650, 4, 9, 2, 5, 24, true},  {256, 16, 4, 4, 2, 64, true},
+  };
+  for (std::uint64_t seed = 1; seed <= 4; ++seed)
+    for (const case_spec& c : cases) check_case<dtype::f16>(c, seed, 1e-3, true);
+  auto ix = evict::quest_index::make({4, 3, 2, 16, true}).value();
+  EXPECT_TRUE(ix.bf16_bounds());  // the default
 }
 
 // The vectorised page bounds (a block of pages per vector pass, four query rows at a
 // time, then two, then one) equal the scalar bound() bit for bit on this CPU's ISA
 // and on the scalar path, for partial blocks, odd d_k and every group size to 5; the
-// index's min/max equal the keys' recomputed ones.
+// index's min/max equal the keys' recomputed ones rounded outward to bf16. Where the
+// CPU has AVX512_BF16, the bf16 kernels (one and two blocks) equal two FMAs per
+// channel of the rounded query's halves, the positive one first.
+/// The bf16 block kernels over KV head h of `meta` ([blocks, n_head_kv, d, B] words)
+/// against two f32 FMAs per channel of the bf16-rounded q+ then q-, bit for bit.
+void check_bf16_blocks([[maybe_unused]] const evict::quest_index& ix,
+                       [[maybe_unused]] const std::vector<std::uint32_t>& meta,
+                       [[maybe_unused]] const float* q, [[maybe_unused]] std::size_t group,
+                       [[maybe_unused]] std::size_t h, [[maybe_unused]] std::size_t n_head_kv) {
+#if defined(MNEMO_ARCH_X86_64)
+  if (!simd::detail::cpu().avx512_bf16) return;
+  const std::size_t d = ix.config().d_k, B = evict::quest_index::page_block, np = ix.n_pages();
+  const std::size_t n_blocks = (np + B - 1) / B, stride = n_head_kv * d * B;
+  std::vector<std::uint32_t> qw(group * d);
+  std::vector<float> qp(group * d), qm(group * d);
+  for (std::size_t i = 0; i < group * d; ++i) {
+    qp[i] = static_cast<float>(bf16_nearest(std::max(q[i], 0.0f)));
+    qm[i] = static_cast<float>(bf16_nearest(std::min(q[i], 0.0f)));
+    qw[i] = std::uint32_t{simd::f32_to_bf16_bits(qp[i])} << 16 | simd::f32_to_bf16_bits(qm[i]);
+  }
+  for (std::size_t b = 0; b < n_blocks; ++b) {
+    const bool two = b + 1 < n_blocks;
+    std::vector<float> got(2 * B, -1e30f);
+    const std::uint32_t* blk = &meta[b * stride + h * d * B];
+    if (two)
+      evict::detail::quest_block_bounds_bf16<2>(blk, stride, qw.data(), group, d, got.data());
+    else
+      evict::detail::quest_block_bounds_bf16<1>(blk, stride, qw.data(), group, d, got.data());
+    for (std::size_t i = 0; i < (two ? 2 : 1) * B && b * B + i < np; ++i) {
+      const std::size_t page = b * B + i;
+      float want = -1e30f;
+      for (std::size_t r = 0; r < group; ++r) {
+        float u = 0.0f;
+        for (std::size_t ch = 0; ch < d; ++ch) {
+          u = std::fma(qp[r * d + ch], ix.page_max(page, h, ch), u);
+          u = std::fma(qm[r * d + ch], ix.page_min(page, h, ch), u);
+        }
+        want = std::max(want, u);
+      }
+      ASSERT_EQ(got[i], want) << "bf16 bounds, group " << group << " head " << h << " page "
+                              << page;
+    }
+  }
+#endif
+}
+
 TEST(EvictQuest, BlockBoundsEqualTheScalarBound) {
   for (std::uint64_t seed = 1; seed <= 3; ++seed)
     for (std::size_t d : {1, 3, 8, 20})
@@ -214,7 +329,7 @@ TEST(EvictQuest, BlockBoundsEqualTheScalarBound) {
         const case_spec c{n_cells, 4, 3, 2, 5, d, true};
         SCOPED_TRACE(::testing::Message() << "seed " << seed << " d " << d << " cells " << n_cells);
         const data x = make_data(c, seed);
-        auto ix = evict::quest_index::make({4, 3, 2, d, true}).value();
+        auto ix = evict::quest_index::make({4, 3, 2, d, true, false}).value();
         for (std::size_t j = 0; j < n_cells; ++j) ix.append(&x.k[j * 2 * d]);
         const std::size_t np = ix.n_pages(), B = evict::quest_index::page_block;
         for (std::size_t p = 0; p < np; ++p)
@@ -225,18 +340,18 @@ TEST(EvictQuest, BlockBoundsEqualTheScalarBound) {
                 lo = std::min(lo, x.k[(j * 2 + h) * d + ch]);
                 hi = std::max(hi, x.k[(j * 2 + h) * d + ch]);
               }
-              ASSERT_EQ(ix.page_min(p, h, ch), lo) << "page " << p;
-              ASSERT_EQ(ix.page_max(p, h, ch), hi) << "page " << p;
+              ASSERT_EQ(ix.page_min(p, h, ch), bf16_outward(lo, false)) << "page " << p;
+              ASSERT_EQ(ix.page_max(p, h, ch), bf16_outward(hi, true)) << "page " << p;
             }
         // The index's metadata blocks, read back through page_min / page_max.
-        std::vector<float> meta((np + B - 1) / B * 2 * d * 2 * B, 0.0f);
+        const std::size_t n_blocks = (np + B - 1) / B;
+        std::vector<std::uint32_t> meta(n_blocks * 2 * d * B, 0u);
         for (std::size_t p = 0; p < np; ++p)
           for (std::size_t h = 0; h < 2; ++h)
-            for (std::size_t ch = 0; ch < d; ++ch) {
-              float* blk = &meta[((p / B * 2 + h) * d + ch) * 2 * B + p % B];
-              blk[0] = ix.page_min(p, h, ch);
-              blk[B] = ix.page_max(p, h, ch);
-            }
+            for (std::size_t ch = 0; ch < d; ++ch)
+              meta[((p / B * 2 + h) * d + ch) * B + p % B] =
+                  std::uint32_t{simd::f32_to_bf16_bits(ix.page_max(p, h, ch))} << 16 |
+                  simd::f32_to_bf16_bits(ix.page_min(p, h, ch));
         for (std::size_t group = 1; group <= 5; ++group) {
           std::vector<float> qpm(group * d * 2);
           for (std::size_t h = 0; h < 2; ++h) {
@@ -245,9 +360,10 @@ TEST(EvictQuest, BlockBoundsEqualTheScalarBound) {
               qpm[2 * i] = q[i] > 0.0f ? q[i] : 0.0f;
               qpm[2 * i + 1] = q[i] < 0.0f ? q[i] : 0.0f;
             }
+            check_bf16_blocks(ix, meta, q, group, h, 2);
             for (std::size_t b = 0; b * B < np; ++b) {
               std::vector<float> nat(B, -1e30f), sca(B, -1e30f);
-              const float* blk = &meta[(b * 2 + h) * d * 2 * B];
+              const std::uint32_t* blk = &meta[(b * 2 + h) * d * B];
               evict::detail::quest_block_bounds<simd::native>(blk, qpm.data(), group, d,
                                                               nat.data());
               evict::detail::quest_block_bounds<simd::scalar>(blk, qpm.data(), group, d,
@@ -270,7 +386,7 @@ TEST(EvictQuest, BlockBoundsEqualTheScalarBound) {
 TEST(EvictQuest, EveryPageSelectedIsThePlainKernel) {
   const case_spec c{150, 16, 100, 2, 2, 16, true};
   const data x = make_data(c, 9);
-  evict::quest_config qc{16, 100, 2, 16, true};
+  evict::quest_config qc{16, 100, 2, 16, true, true};
   auto ix = evict::quest_index::make(qc).value();
   for (std::size_t j = 0; j < c.n_cells; ++j) ix.append(&x.k[j * 32]);
   ix.select(x.q.data(), c.group);
@@ -297,9 +413,9 @@ TEST(EvictQuest, EveryPageSelectedIsThePlainKernel) {
 }
 
 TEST(EvictQuest, BadInputGetsAStatus) {
-  EXPECT_FALSE(evict::quest_index::make({0, 4, 1, 16, true}).is_ok());
-  EXPECT_FALSE(evict::quest_index::make({16, 4, 1, 0, true}).is_ok());
-  auto ix = evict::quest_index::make({4, 2, 1, 16, true}).value();
+  EXPECT_FALSE(evict::quest_index::make({0, 4, 1, 16, true, true}).is_ok());
+  EXPECT_FALSE(evict::quest_index::make({16, 4, 1, 0, true, true}).is_ok());
+  auto ix = evict::quest_index::make({4, 2, 1, 16, true, true}).value();
   std::vector<float> k(16 * 8, 0.5f), q(32, 1.0f), out(64);
   std::vector<pos_t> pos = {0, 1, 2, 3, 4, 5, 6, 7};
   for (std::size_t j = 0; j < 8; ++j) ix.append(&k[j * 16]);
@@ -339,7 +455,7 @@ const bool k_big = std::getenv("MNEMO_EVICT_BIG") != nullptr;
 std::pair<std::vector<float>, bool> run_quest(const needle_model& nm, const synthetic& s,
                                               std::size_t budget, std::size_t page) {
   const std::size_t d = needle_model::d, row = 2 * d, n_prefill = nm.spec().n_prompt - 1;
-  evict::quest_config qc{page, std::max<std::size_t>(1, budget / page), 2, d, true};
+  evict::quest_config qc{page, std::max<std::size_t>(1, budget / page), 2, d, true, true};
   auto ix = evict::quest_index::make(qc).value();
   std::vector<pos_t> pos(s.n_tokens);
   for (std::size_t j = 0; j < s.n_tokens; ++j) pos[j] = static_cast<pos_t>(j);

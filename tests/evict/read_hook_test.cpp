@@ -109,7 +109,7 @@ TEST(EvictReadHook, QuestThroughTheDecoderEqualsQuestBeside) {
       p.page_size = 4;
       p.top_pages = 3;
       p.per_head = per_head;
-      const evict::quest_config qc{4, 3, s.n_head_kv, s.d, per_head};
+      const evict::quest_config qc{4, 3, s.n_head_kv, s.d, per_head, true};
       compare_decode(s, p, 2 * k_tokens, per_head ? "quest per head" : "quest per layer", seed,
                      [&](std::size_t t, const memory::layer_views& lv) {
                        return quest_beside(s, qc, t, lv.streams[0].segments[0]);
@@ -125,7 +125,7 @@ TEST(EvictReadHook, QuestReaderFollowsEvictionsAndRollbacks) {
     evict::quest_reads<> p;
     p.page_size = 4;
     p.top_pages = 2;
-    const evict::quest_config qc{4, 2, s.n_head_kv, s.d, true};
+    const evict::quest_config qc{4, 2, s.n_head_kv, s.d, true, true};
     compare_decode(
         s, p, 20, "quest with eviction", seed,
         [&](std::size_t t, const memory::layer_views& lv) {
@@ -190,7 +190,7 @@ TEST(EvictReadHook, DecodeRowsBesideAnotherSequencesPrefillStillReadTheirPages) 
     evict::quest_reads<> policy;
     policy.page_size = 4;
     policy.top_pages = 3;
-    const evict::quest_config qc{4, 3, s0.n_head_kv, s0.d, true};
+    const evict::quest_config qc{4, 3, s0.n_head_kv, s0.d, true, true};
     memory::bounded_config cfg;
     cfg.shape = {1, s0.n_head_kv, s0.d, s0.d};
     cfg.budget = 2 * k_tokens;

@@ -122,6 +122,23 @@ TYPED_TEST(SimdConvert, Bf16LoadEveryPattern) {
   expect_bits_equal(h, got, want, 0);
 }
 
+// Words of two bf16 patterns each: every pattern in the low half, and the high.
+TYPED_TEST(SimdConvert, Bf16PairsLoadEveryPattern) {
+  using H = typename TestFixture::H;
+  const std::vector<std::uint16_t> h = all_16bit_patterns();
+  std::vector<std::uint32_t> w(h.size());
+  for (std::size_t i = 0; i < h.size(); ++i)
+    w[i] = std::uint32_t{h[i]} << 16 | h[(i * 40503u + 7u) % h.size()];
+  std::vector<float> lo(h.size()), hi(h.size()), want_lo(h.size()), want_hi(h.size());
+  H::load_bf16_pairs(w.data(), lo.data(), hi.data(), w.size());
+  for (std::size_t i = 0; i < h.size(); ++i) {
+    want_lo[i] = simd::bf16_bits_to_f32(static_cast<std::uint16_t>(w[i]));
+    want_hi[i] = simd::bf16_bits_to_f32(static_cast<std::uint16_t>(w[i] >> 16));
+  }
+  expect_bits_equal(w, lo, want_lo, 0);
+  expect_bits_equal(w, hi, want_hi, 0);
+}
+
 TYPED_TEST(SimdConvert, Bf16StoreMatchesHalfHpp) {
   using H = typename TestFixture::H;
   const std::uint64_t seed = k_seed + 11;

@@ -64,6 +64,11 @@ inline std::string hex(std::uint16_t x) {
   std::snprintf(buf, sizeof buf, "0x%04x", static_cast<unsigned>(x));
   return buf;
 }
+inline std::string hex(std::uint32_t x) {
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "0x%08x", static_cast<unsigned>(x));
+  return buf;
+}
 inline std::uint32_t bits(float x) { return std::bit_cast<std::uint32_t>(x); }
 inline std::uint16_t bits(std::uint16_t x) { return x; }
 

@@ -76,3 +76,11 @@ static void load_bf16(const std::uint16_t* h, float* out, std::size_t n) {
 static void store_bf16(const float* x, std::uint16_t* h, std::size_t n) {
   for (std::size_t i = 0; i < n; i += lanes) V::store_bf16(h + i, V::load(x + i));
 }
+static void load_bf16_pairs(const std::uint32_t* w, float* lo, float* hi, std::size_t n) {
+  for (std::size_t i = 0; i < n; i += lanes) {
+    typename V::vf l, h;
+    V::load_bf16_pairs(w + i, l, h);
+    V::store(lo + i, l);
+    V::store(hi + i, h);
+  }
+}

@@ -128,6 +128,11 @@ struct ops<avx2> {
     const __m256i w = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
     return _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
   }
+  static MNEMO_INLINE void load_bf16_pairs(const std::uint32_t* p, vf& lo, vf& hi) noexcept {
+    const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+    lo = _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
+    hi = _mm256_castsi256_ps(_mm256_and_si256(w, _mm256_set1_epi32(int(0xffff0000u))));
+  }
   /// Round to nearest even on the bits, NaN kept quiet: f32_to_bf16_bits per lane.
   static MNEMO_INLINE void store_bf16(std::uint16_t* p, vf v) noexcept {
     const __m256i x = _mm256_castps_si256(v);

@@ -131,6 +131,11 @@ struct ops<avx512> {
         _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
     return _mm512_castsi512_ps(_mm512_slli_epi32(w, 16));
   }
+  static MNEMO_INLINE void load_bf16_pairs(const std::uint32_t* p, vf& lo, vf& hi) noexcept {
+    const __m512i w = _mm512_loadu_si512(p);
+    lo = _mm512_castsi512_ps(_mm512_slli_epi32(w, 16));
+    hi = _mm512_castsi512_ps(_mm512_and_si512(w, _mm512_set1_epi32(int(0xffff0000u))));
+  }
   /// Integer rounding rather than vcvtneps2bf16: that instruction flushes subnormal
   /// inputs, which would not match f32_to_bf16_bits.
   static MNEMO_INLINE void store_bf16(std::uint16_t* p, vf v) noexcept {

@@ -16,7 +16,8 @@ concept vector_ops = isa_tag<typename O::isa> && std::copyable<typename O::vf> &
                      std::same_as<std::remove_cv_t<decltype(O::lanes)>, std::size_t> &&
                      (O::lanes == O::isa::lanes_f32) &&
                      requires(typename O::vf v, float s, float* p, const float* cp,
-                              std::uint16_t* hp, const std::uint16_t* chp, std::size_t n) {
+                              std::uint16_t* hp, const std::uint16_t* chp, const std::uint32_t* cwp,
+                              std::size_t n) {
   { O::zero() } -> std::same_as<typename O::vf>;
   { O::set1(s) } -> std::same_as<typename O::vf>;
   { O::load(cp) } -> std::same_as<typename O::vf>;
@@ -37,6 +38,7 @@ concept vector_ops = isa_tag<typename O::isa> && std::copyable<typename O::vf> &
   { O::store_f16(hp, v) } -> std::same_as<void>;
   { O::load_bf16(chp) } -> std::same_as<typename O::vf>;
   { O::store_bf16(hp, v) } -> std::same_as<void>;
+  { O::load_bf16_pairs(cwp, v, v) } -> std::same_as<void>;
 };
 
 }  // namespace mnemo::simd

@@ -70,4 +70,21 @@ constexpr std::uint16_t f32_to_bf16_bits(float f) noexcept {
   return static_cast<std::uint16_t>((x + rounding) >> 16);
 }
 
+/// The bf16 nearest to f in one direction: the largest bf16 <= f (floor) or the smallest
+/// >= f (ceil); past the largest finite bf16 that is the infinity. NaN stays a quiet NaN.
+constexpr std::uint16_t f32_to_bf16_bits_directed(float f, bool ceil) noexcept {
+  const std::uint32_t x = std::bit_cast<std::uint32_t>(f);
+  if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<std::uint16_t>((x >> 16) | 0x40u);
+  const auto toward_zero = static_cast<std::uint16_t>(x >> 16);
+  const bool negative = x >> 31, exact = (x & 0xffffu) == 0;
+  // Away from zero (one more unit of magnitude) when that is the asked direction.
+  return exact || negative == ceil ? toward_zero : static_cast<std::uint16_t>(toward_zero + 1);
+}
+constexpr std::uint16_t f32_to_bf16_bits_floor(float f) noexcept {
+  return f32_to_bf16_bits_directed(f, false);
+}
+constexpr std::uint16_t f32_to_bf16_bits_ceil(float f) noexcept {
+  return f32_to_bf16_bits_directed(f, true);
+}
+
 }  // namespace mnemo::simd

@@ -103,6 +103,11 @@ struct ops<neon> {
   static MNEMO_INLINE vf load_bf16(const std::uint16_t* p) noexcept {
     return vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(p), 16));
   }
+  static MNEMO_INLINE void load_bf16_pairs(const std::uint32_t* p, vf& lo, vf& hi) noexcept {
+    const uint32x4_t w = vld1q_u32(p);
+    lo = vreinterpretq_f32_u32(vshlq_n_u32(w, 16));
+    hi = vreinterpretq_f32_u32(vandq_u32(w, vdupq_n_u32(0xffff0000u)));
+  }
   /// Round to nearest even on the bits, NaN kept quiet: f32_to_bf16_bits per lane.
   static MNEMO_INLINE void store_bf16(std::uint16_t* p, vf v) noexcept {
     const uint32x4_t x = vreinterpretq_u32_f32(v);

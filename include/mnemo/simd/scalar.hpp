@@ -4,6 +4,7 @@
 #pragma once
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -53,6 +54,11 @@ struct ops<scalar> {
   static MNEMO_INLINE vf load_f16(const std::uint16_t* p) noexcept { return f16_bits_to_f32(*p); }
   static MNEMO_INLINE void store_f16(std::uint16_t* p, vf v) noexcept { *p = f32_to_f16_bits(v); }
   static MNEMO_INLINE vf load_bf16(const std::uint16_t* p) noexcept { return bf16_bits_to_f32(*p); }
+  /// `lanes` 32-bit words, each a pair of bf16 values: lo = the low halves, hi = the high.
+  static MNEMO_INLINE void load_bf16_pairs(const std::uint32_t* p, vf& lo, vf& hi) noexcept {
+    lo = std::bit_cast<float>(*p << 16);
+    hi = std::bit_cast<float>(*p & 0xffff0000u);
+  }
   static MNEMO_INLINE void store_bf16(std::uint16_t* p, vf v) noexcept { *p = f32_to_bf16_bits(v); }
 };
 MNEMO_END_TARGET_SCALAR
