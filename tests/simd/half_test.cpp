@@ -14,6 +14,8 @@ namespace {
 using mnemo::simd::bf16_bits_to_f32;
 using mnemo::simd::f16_bits_to_f32;
 using mnemo::simd::f32_to_bf16_bits;
+using mnemo::simd::f32_to_bf16_bits_ceil;
+using mnemo::simd::f32_to_bf16_bits_floor;
 using mnemo::simd::f32_to_f16_bits;
 
 constexpr float k_inf = std::numeric_limits<float>::infinity();
@@ -76,6 +78,44 @@ TEST(Half, Bf16KnownEncodings) {
   EXPECT_EQ(f32_to_bf16_bits(std::bit_cast<float>(0xffffffffu)), 0xffff);
   EXPECT_EQ(bf16_bits_to_f32(0x3f80), 1.0f);
   EXPECT_EQ(bf16_bits_to_f32(0xc049), -3.140625f);
+}
+
+// floor / ceil: the bf16 value is on the asked side of x and the next bf16 value in
+// that direction's opposite is past x (so no bf16 lies between), over every bf16
+// pattern and the f32 values between two neighbours; NaN comes back quiet.
+TEST(Half, Bf16DirectedRoundingBracketsTheValue) {
+  for (std::uint32_t h = 0; h < 0x10000u; ++h) {
+    const float b = bf16_bits_to_f32(static_cast<std::uint16_t>(h));
+    if (std::isnan(b)) {
+      EXPECT_TRUE(std::isnan(bf16_bits_to_f32(f32_to_bf16_bits_floor(b))));
+      EXPECT_EQ(f32_to_bf16_bits_ceil(b) & 0x40u, 0x40u) << std::hex << h;
+      continue;
+    }
+    // b itself, and f32 values just above and below it.
+    for (const float x : {b, std::nextafter(b, k_inf), std::nextafter(b, -k_inf),
+                          std::bit_cast<float>(std::bit_cast<std::uint32_t>(b) | 0x8000u)}) {
+      if (std::isnan(x)) continue;
+      const float lo = bf16_bits_to_f32(f32_to_bf16_bits_floor(x));
+      const float hi = bf16_bits_to_f32(f32_to_bf16_bits_ceil(x));
+      ASSERT_LE(lo, x) << "x " << x;
+      ASSERT_GE(hi, x) << "x " << x;
+      // Exact values stay; otherwise lo and hi are neighbours (one unit apart).
+      if (std::bit_cast<std::uint32_t>(x) % 0x10000u == 0) {
+        ASSERT_EQ(lo, x);
+        ASSERT_EQ(hi, x);
+      } else {
+        ASSERT_LT(lo, hi) << "x " << x;
+        const float mid = bf16_bits_to_f32(f32_to_bf16_bits(x));
+        ASSERT_TRUE(mid == lo || mid == hi) << "x " << x;
+      }
+    }
+  }
+  EXPECT_EQ(f32_to_bf16_bits_ceil(std::numeric_limits<float>::max()), 0x7f80);  // to inf
+  EXPECT_EQ(f32_to_bf16_bits_floor(std::numeric_limits<float>::max()), 0x7f7f);
+  EXPECT_EQ(f32_to_bf16_bits_floor(-std::numeric_limits<float>::max()), 0xff80);
+  EXPECT_EQ(f32_to_bf16_bits_floor(-0.0f), 0x8000);
+  EXPECT_EQ(f32_to_bf16_bits_ceil(std::bit_cast<float>(0x00000001u)), 0x0001);
+  EXPECT_EQ(f32_to_bf16_bits_floor(std::bit_cast<float>(0x80000001u)), 0x8001);
 }
 
 }  // namespace

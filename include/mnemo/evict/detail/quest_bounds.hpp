@@ -11,7 +11,7 @@
 // first, each page's sum over the channels in order with one rounding per FMA.
 // - f32 bounds: the query in f32, qpm [R, d_k, 2] (q+, q-), the words widened;
 //   every ISA gives the scalar bound()'s numbers.
-// - bf16 bounds (AVX512_BF16, attention::product_precision::bf16): the query's q+ and
+// - bf16 bounds (AVX512_BF16, quest_config::bf16_bounds): the query's q+ and
 //   q- rounded to bf16 and packed like the metadata (q- low, q+ high), qw [R, d_k];
 //   vdpbf16ps adds the high product, then the low one, each exact and rounded once:
 //   the f32 kernels' numbers for that rounded query (subnormal sums flushed to 0).
