@@ -29,10 +29,10 @@ std::ptrdiff_t first_difference(const std::vector<float>& a, const std::vector<f
   return a.size() == b.size() ? -1 : static_cast<std::ptrdiff_t>(a.size());
 }
 
-/// Drives a one-layer bounded memory through attend_observed: a chunked prefill of
-/// k_prefill rows, then one decode row per call. `beside(t, lv)` returns decode row t's
-/// output computed beside the memory over layer 0's views (the lane's cells).
-template <class Policy, class Beside>
+/// Drives a one-layer bounded memory of E through attend_observed: a chunked prefill
+/// of k_prefill rows, then one decode row per call. `beside(t, lv)` returns decode row
+/// t's output computed beside the memory over layer 0's views (the lane's cells).
+template <class E = float, class Policy, class Beside>
 void compare_decode(const synthetic& s, Policy policy, std::size_t budget, const char* name,
                     std::uint64_t seed, Beside beside, const synthetic* rollback_data = nullptr) {
   memory::bounded_config cfg;
@@ -40,7 +40,7 @@ void compare_decode(const synthetic& s, Policy policy, std::size_t budget, const
   cfg.budget = budget;
   cfg.max_ubatch = k_chunk;
   cfg.rope.layout = attention::rope_layout::none;
-  auto m = memory::bounded<Policy, float>::make(cfg, policy).value();
+  auto m = memory::bounded<Policy, E>::make(cfg, policy).value();
   const attention::shape sh{s.n_head, s.n_head_kv, s.d, s.d};
   attention::params ap;
   ap.scale = 1.0f / std::sqrt(static_cast<float>(s.d));
@@ -56,9 +56,9 @@ void compare_decode(const synthetic& s, Policy policy, std::size_t budget, const
       ASSERT_NO_FATAL_FAILURE(feed_rows(m, d, t, n, pos, seq, lv));
       if (n == 1) want = beside(t, lv);  // the cells as attention sees them (it evicts after)
       const attention::query_batch qb{&d.q[t * row], n, pos.data(), seq.data(), nullptr};
-      ASSERT_TRUE((model::attend_observed<simd::native, float, float>(m, 0, 0, sh, ap, qb, lv,
-                                                                      out.data(), ws, {1}))
-                      .is_ok());
+      ASSERT_TRUE(
+          (model::attend_observed<simd::native, E, E>(m, 0, 0, sh, ap, qb, lv, out.data(), ws, {1}))
+              .is_ok());
     };
     if (rollback_data != nullptr && n == 1 && t % 5 == 0) {  // a call that is rolled back
       ASSERT_NO_FATAL_FAILURE(call(*rollback_data));
@@ -175,6 +175,15 @@ TEST(EvictReadHook, ThinkThroughTheDecoderEqualsThinkBeside) {
       compare_decode(
           s, p, 2 * k_tokens, "think", seed,
           [&](std::size_t t, const memory::layer_views&) { return think_beside(s, ratio, 6, t); });
+      // An f16 cache: the reader keeps its pruned keys in f16 (the cached values), the
+      // reference prunes the f16-rounded keys in f32.
+      synthetic s16 = s;
+      for (std::vector<float>* x : {&s16.k, &s16.v})
+        for (float& f : *x) f = dtype::f16::from_float(f).to_float();
+      compare_decode<dtype::f16>(s, p, 2 * k_tokens, "think f16", seed,
+                                 [&](std::size_t t, const memory::layer_views&) {
+                                   return think_beside(s16, ratio, 6, t);
+                                 });
     }
 }
 

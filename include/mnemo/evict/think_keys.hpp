@@ -6,11 +6,13 @@
 // row's query gathered to the same channels (the full head's scale). The choice uses
 // the window and the keys the lane held before that row, as at the end of a prefill.
 // The memory's own K rows stay full width: the pruned keys are the reader's copy
-// ([cells, n_head_kv, kept] f32), extended as cells arrive and rebuilt when a key
-// changes.
+// ([cells, n_head_kv, kept] in the cache's element type where that is f16 or bf16,
+// exactly the cached values, else f32), extended as cells arrive and rebuilt when a
+// key changes.
 #pragma once
 
 #include <cstddef>
+#include <type_traits>
 #include <vector>
 
 #include "mnemo/attention/attend.hpp"
@@ -19,6 +21,13 @@
 #include "mnemo/evict/think.hpp"
 
 namespace mnemo::evict {
+
+/// The element type of the pruned keys of a cache of KE: KE itself where a row can be
+/// cut to any channel count (f16, bf16, f32), else f32 (quantised blocks).
+template <class KE>
+using think_pruned_element =
+    std::conditional_t<std::is_same_v<KE, dtype::f16> || std::is_same_v<KE, dtype::bf16>, KE,
+                       float>;
 
 /// ThinK's state of one (sequence, layer) lane.
 class think_lane_reader {
@@ -84,30 +93,37 @@ class think_lane_reader {
       choose_ = false;
       n_pruned_ = 0;
     }
+    using PE = think_pruned_element<KE>;
     const std::size_t kept = pruner_.kept_channels(), prow = c.n_head_kv * kept;
     if (cells.n_cells < n_pruned_) n_pruned_ = 0;
-    pruned_.resize(cells.n_cells * prow);
+    pruned_.resize(cells.n_cells * prow * sizeof(PE));
+    auto* pruned = reinterpret_cast<PE*>(pruned_.data());
     for (std::size_t i = n_pruned_; i < cells.n_cells; ++i)
-      pruner_.prune_keys(key_of(i), 1, pruned_.data() + i * prow);
+      if constexpr (std::is_same_v<PE, float>) {
+        pruner_.prune_keys(key_of(i), 1, pruned + i * prow);
+      } else {  // the kept values are cached values: encoding them back is exact
+        key_pruned_.resize(prow);
+        pruner_.prune_keys(key_of(i), 1, key_pruned_.data());
+        dtype::encode_row<Isa>(key_pruned_.data(), pruned + i * prow, prow);
+      }
     n_pruned_ = cells.n_cells;
     q_.resize(sh.n_head * kept);
     pruner_.gather_queries(q.q, 1, q_.data());
-    const attention::kv_segment seg{pruned_.data(), cells.v,   prow * sizeof(float),
-                                    cells.v_stride, cells.pos, cells.owners,
-                                    cells.n_cells};
+    const attention::kv_segment seg{pruned,    cells.v,      prow * sizeof(PE), cells.v_stride,
+                                    cells.pos, cells.owners, cells.n_cells};
     const attention::kv_view view{std::span(&seg, 1)};
     const attention::query_batch qg{q_.data(), 1, q.pos, q.seq, nullptr};
-    return attention::attend<Isa, float, VE>(pruner_.pruned_shape(sh), p, qg, std::span(&view, 1),
-                                             out, ws, opt);
+    return attention::attend<Isa, PE, VE>(pruner_.pruned_shape(sh), p, qg, std::span(&view, 1), out,
+                                          ws, opt);
   }
 
  private:
   think_pruner pruner_;
   std::size_t window_ = 0, n_head_ = 0, n_pruned_ = 0;
-  bool choose_ = true;                 // choose at the next decode row
-  std::vector<float> window_q_;        // [<= window, n_head, d_k]
-  std::vector<float> pruned_;          // [cells, n_head_kv, kept]
-  std::vector<float> keys_, key_, q_;  // scratch
+  bool choose_ = true;             // choose at the next decode row
+  std::vector<float> window_q_;    // [<= window, n_head, d_k]
+  std::vector<std::byte> pruned_;  // [cells, n_head_kv, kept] of the pruned element
+  std::vector<float> keys_, key_, key_pruned_, q_;  // scratch
 };
 
 /// Base's eviction with ThinK's key-channel pruning at decode (per-layer lanes). Base
