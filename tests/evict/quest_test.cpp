@@ -2,11 +2,10 @@
 // its rule: page min/max recomputed from the keys and rounded outward to bf16, the
 // bound (of the query, or of its halves rounded to bf16 with bf16 bounds), the top
 // pages per KV head (or per layer) with the newest page forced and ties to the older
-// page; the
-// attention over the selected pages against an fp64 softmax over exactly those
-// cells (f32 and f16 storage, GQA, partial last page); every page selected gives the
-// plain kernel's output; the bound holds for every key; bytes read; bad calls get a
-// status. Seeds are printed on failure.
+// page; the attention over the selected pages against an fp64 softmax over exactly
+// those cells (f32 and f16 storage, GQA, partial last page); every page selected gives
+// the plain kernel's output; the bound holds for every key; bytes read; bad calls get
+// a status. Seeds are printed on failure.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -55,21 +54,24 @@ data make_data(const case_spec& c, std::uint64_t seed) {
   return x;
 }
 
-/// x rounded to bf16 (8 significant bits) toward -inf (up = false) or +inf.
-double bf16_outward(double x, bool up) {
-  if (x == 0.0) return 0.0;
+/// The spacing of bf16 values (8 significant bits) around x != 0.
+double bf16_ulp(double x) {
   int e = 0;
   (void)std::frexp(x, &e);  // |x| = m 2^e, m in [0.5, 1)
-  const double ulp = std::ldexp(1.0, e - 8);
+  return std::ldexp(1.0, e - 8);
+}
+
+/// x rounded to bf16 toward -inf (up = false) or +inf.
+double bf16_outward(double x, bool up) {
+  if (x == 0.0) return 0.0;
+  const double ulp = bf16_ulp(x);
   return (up ? std::ceil(x / ulp) : std::floor(x / ulp)) * ulp;
 }
 
 /// x rounded to bf16, to nearest, ties to even.
 double bf16_nearest(double x) {
   if (x == 0.0) return 0.0;
-  int e = 0;
-  (void)std::frexp(x, &e);
-  const double ulp = std::ldexp(1.0, e - 8);
+  const double ulp = bf16_ulp(x);
   return std::nearbyint(x / ulp) * ulp;  // the default rounding mode: to nearest even
 }
 
@@ -273,12 +275,6 @@ TEST(EvictQuest, Bf16BoundsSelectionMatchesFp64) {
   EXPECT_TRUE(ix.bf16_bounds());  // the default
 }
 
-// The vectorised page bounds (a block of pages per vector pass, four query rows at a
-// time, then two, then one) equal the scalar bound() bit for bit on this CPU's ISA
-// and on the scalar path, for partial blocks, odd d_k and every group size to 5; the
-// index's min/max equal the keys' recomputed ones rounded outward to bf16. Where the
-// CPU has AVX512_BF16, the bf16 kernels (one and two blocks) equal two FMAs per
-// channel of the rounded query's halves, the positive one first.
 /// The bf16 block kernels over KV head h of `meta` ([blocks, n_head_kv, d, B] words)
 /// against two f32 FMAs per channel of the bf16-rounded q+ then q-, bit for bit.
 void check_bf16_blocks([[maybe_unused]] const evict::quest_index& ix,
@@ -322,6 +318,12 @@ void check_bf16_blocks([[maybe_unused]] const evict::quest_index& ix,
 #endif
 }
 
+// The vectorised page bounds (a block of pages per vector pass, four query rows at a
+// time, then two, then one) equal the scalar bound() bit for bit on this CPU's ISA
+// and on the scalar path, for partial blocks, odd d_k and every group size to 5; the
+// index's min/max equal the keys' recomputed ones rounded outward to bf16. Where the
+// CPU has AVX512_BF16, the bf16 kernels (one and two blocks) equal two FMAs per
+// channel of the rounded query's halves, the positive one first.
 TEST(EvictQuest, BlockBoundsEqualTheScalarBound) {
   for (std::uint64_t seed = 1; seed <= 3; ++seed)
     for (std::size_t d : {1, 3, 8, 20})
