@@ -99,6 +99,15 @@ struct run_options {
   memory::budget_rule rule = memory::budget_rule::kept;
   // Per layer / per KV head, as bounded_config's (empty: the one budget everywhere).
   std::vector<std::size_t> layer_budgets{}, head_budgets{};
+
+  /// Sets these fields of a memory's configuration.
+  void apply(memory::bounded_config& c) const {
+    c.positions = mode;
+    c.granularity = granularity;
+    c.rule = rule;
+    c.layer_budgets = layer_budgets;
+    c.head_budgets = head_budgets;
+  }
 };
 
 /// Prefill `n_prefill` tokens in chunks of `chunk`, then decode the rest one by one.
@@ -111,11 +120,7 @@ run_result run_synthetic(const synthetic& s, std::size_t n_prefill, std::size_t 
   cfg.budget = budget;
   cfg.max_ubatch = chunk;
   cfg.rope.layout = attention::rope_layout::none;
-  cfg.positions = mode;
-  cfg.granularity = o.granularity;
-  cfg.rule = o.rule;
-  cfg.layer_budgets = o.layer_budgets;
-  cfg.head_budgets = o.head_budgets;
+  o.apply(cfg);
   auto m = memory::bounded<Policy, float>::make(cfg, policy).value();
   const attention::shape sh{s.n_head, s.n_head_kv, s.d, s.d};
   attention::params ap;

@@ -204,11 +204,7 @@ double mean_kl(std::size_t budget, Policy p, std::size_t n_prompt, std::size_t n
   c.budget = budget;
   c.max_ubatch = 32;
   c.rope = M.hparams().rope();
-  c.positions = lo.mode;
-  c.granularity = lo.granularity;
-  c.rule = lo.rule;
-  c.layer_budgets = lo.layer_budgets;
-  c.head_budgets = lo.head_budgets;
+  lo.apply(c);
   auto bnd =
       context<model::llama_model, memory::bounded<Policy, float>>::make(
           M, memory::bounded<Policy, float>::make(c, p).value(), {.n_ubatch = 32, .n_threads = 1})

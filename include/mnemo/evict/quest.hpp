@@ -178,23 +178,19 @@ class quest_index {
     for (std::size_t s = 0; s < sets; ++s) {
       float* score = score_.data() + s * score_stride_;
       score[np - 1] = std::numeric_limits<float>::infinity();  // the newest page is read
-      // Larger key = read first: the bound's order-preserving bits, then the older page.
-      for (std::size_t p = 0; p < np; ++p)
-        key_[p] = std::uint64_t{ordered_bits(score[p])} << 32 | (0xffffffffu - p);
       // Keys are distinct (the page is in them): exactly k pages have a key at or above
       // the k-th largest, and a scan in page order lists them increasing.
       std::uint64_t kth = 0;
       if (k < np) {
-        key_partition_.assign(key_.begin(), key_.begin() + static_cast<std::ptrdiff_t>(np));
-        std::nth_element(key_partition_.begin(),
-                         key_partition_.begin() + static_cast<std::ptrdiff_t>(k - 1),
-                         key_partition_.end(), std::greater<>{});
-        kth = key_partition_[k - 1];
+        for (std::size_t p = 0; p < np; ++p) key_[p] = page_key(score[p], p);
+        std::nth_element(key_.begin(), key_.begin() + static_cast<std::ptrdiff_t>(k - 1),
+                         key_.end(), std::greater<>{});
+        kth = key_[k - 1];
       }
       std::uint32_t* out = sel_.data() + s * k;  // sel_ has one slot past the last set
       for (std::size_t p = 0, i = 0; p < np; ++p) {
         out[i] = static_cast<std::uint32_t>(p);  // kept when its key qualifies
-        i += key_[p] >= kth;
+        i += page_key(score[p], p) >= kth;
       }
     }
   }
@@ -253,6 +249,10 @@ class quest_index {
     }
 #endif
   }
+  /// Larger key = read first: the score's order-preserving bits, then the older page.
+  static std::uint64_t page_key(float score, std::size_t page) noexcept {
+    return std::uint64_t{ordered_bits(score)} << 32 | (0xffffffffu - page);
+  }
   /// The float's bits mapped so that unsigned order is the float order (-0 < +0).
   static std::uint32_t ordered_bits(float x) noexcept {
     const auto u = std::bit_cast<std::uint32_t>(x);
@@ -261,13 +261,12 @@ class quest_index {
 
   quest_config cfg_;
   std::size_t n_cells_ = 0, k_ = 0, score_stride_ = 0, scored_pages_ = 0;
-  std::vector<std::uint32_t> meta_;           // [n_blocks, n_head_kv, d_k, page_block] (min, max)
-  std::vector<std::uint32_t> sel_;            // [n_sets, k_]
-  std::vector<float> qpm_;                    // scratch [n_head, d_k, 2] (f32 bounds)
-  std::vector<std::uint32_t> qw_;             // scratch [n_head, d_k] (bf16 bounds)
-  std::vector<float> score_;                  // [n_sets, score_stride_]: the last select()'s scores
-  std::vector<std::uint64_t> key_;            // scratch [n_pages]
-  std::vector<std::uint64_t> key_partition_;  // scratch [n_pages], partially ordered
+  std::vector<std::uint32_t> meta_;  // [n_blocks, n_head_kv, d_k, page_block] (min, max)
+  std::vector<std::uint32_t> sel_;   // [n_sets, k_] and one slot past (the scan's)
+  std::vector<float> qpm_;           // scratch [n_head, d_k, 2] (f32 bounds)
+  std::vector<std::uint32_t> qw_;    // scratch [n_head, d_k] (bf16 bounds)
+  std::vector<float> score_;         // [n_sets, score_stride_]: the last select()'s scores
+  std::vector<std::uint64_t> key_;   // scratch [n_pages], partially ordered by select()
 };
 static_assert(read_selector<quest_index>);
 

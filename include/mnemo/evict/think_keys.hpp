@@ -98,11 +98,11 @@ class think_lane_reader {
     if (cells.n_cells < n_pruned_) n_pruned_ = 0;
     pruned_.resize(cells.n_cells * prow * sizeof(PE));
     auto* pruned = reinterpret_cast<PE*>(pruned_.data());
+    key_pruned_.resize(prow);
     for (std::size_t i = n_pruned_; i < cells.n_cells; ++i)
       if constexpr (std::is_same_v<PE, float>) {
         pruner_.prune_keys(key_of(i), 1, pruned + i * prow);
       } else {  // the kept values are cached values: encoding them back is exact
-        key_pruned_.resize(prow);
         pruner_.prune_keys(key_of(i), 1, key_pruned_.data());
         dtype::encode_row<Isa>(key_pruned_.data(), pruned + i * prow, prow);
       }
