@@ -1,8 +1,7 @@
 // The bf16 decode tiles (attention/detail/bf16_dots.hpp) against double-precision sums
 // of the same bf16-rounded operands: Q.K tiles of 1-8 rows x 1-4 cells (the pair tiles
-// of four and eight rows among them), and P.V over
-// interleaved V pairs for 1-16 rows, with d that leaves half a bf16 vector. Runs where
-// the CPU has AVX512_BF16.
+// of four and eight rows among them), and P.V over pairs of V rows for 1-16 rows, with
+// d that leaves half a bf16 vector. Runs where the CPU has AVX512_BF16.
 #include <cmath>
 #include <cstdint>
 #include <random>
@@ -72,41 +71,50 @@ TYPED_TEST(Bf16DotsTest, LogitTilesEqualSumsOfRoundedProducts) {
   }
 }
 
+/// Counts pair_values' calls of step(), which must be pair_value_steps.
+struct counting_cursor {
+  std::size_t steps = 0;
+  void step() noexcept { ++steps; }
+};
+
+// P.V of 1-16 rows over 1-17 cells, consecutive (pair_words' vector path) or with
+// holes (its scalar path), against double sums of the rounded operands.
 TYPED_TEST(Bf16DotsTest, PairValuesEqualSumsOfRoundedProducts) {
   using E = TypeParam;
-  for (std::uint32_t seed = 1; seed <= 48; ++seed) {
+  for (std::uint32_t seed = 1; seed <= 96; ++seed) {
     std::mt19937 rng(seed + 100);
     const std::size_t d = std::size_t{16} * (1 + seed % 8), R = 1 + seed % 16,
-                      cells = 1 + seed / 3 % 9, pairs = (cells + 1) / 2;
+                      cells = 1 + seed / 3 % 17, ldp = 64, ldw = 32;
+    const bool holes = seed % 2 == 0;
+    std::vector<std::uint32_t> js(cells);  // the cells' columns in p's rows
+    for (std::size_t c = 0; c < cells; ++c)
+      js[c] = static_cast<std::uint32_t>(holes ? 3 * c + 1 : c + 5);
     std::uniform_real_distribution<float> u(0.0f, 1.0f);
-    std::vector<float> p(R * cells);
-    for (auto& x : p) x = u(rng);
+    std::vector<float> p(R * ldp, NAN);  // NaN where no kept cell is: must not be read
+    for (std::size_t r = 0; r < R; ++r)
+      for (std::size_t c = 0; c < cells; ++c) p[r * ldp + js[c]] = u(rng);
     const std::vector<E> v = random_rows<E>(rng, cells * d);
-    std::vector<std::uint16_t> vi(pairs * 2 * d);
-    std::vector<std::uint32_t> pw(pairs * R);
-    for (std::size_t x = 0; x < pairs; ++x) {
-      const bool two = 2 * x + 1 < cells;
-      bf16_dots::interleave_pair(v.data() + 2 * x * d, two ? v.data() + (2 * x + 1) * d : nullptr,
-                                 d, vi.data() + x * 2 * d);
-      for (std::size_t r = 0; r < R; ++r)
-        pw[x * R + r] =
-            bf16_dots::pair_word(p[r * cells + 2 * x], two ? p[r * cells + 2 * x + 1] : 0);
-    }
+    std::vector<const E*> rows(cells);
+    for (std::size_t c = 0; c < cells; ++c) rows[c] = v.data() + c * d;
+    std::vector<std::uint32_t> pw(R * ldw);
+    bf16_dots::pair_words(R, p.data(), ldp, js.data(), cells, pw.data(), ldw);
     std::vector<float> o(R * d);
     for (std::size_t i = 0; i < o.size(); ++i) o[i] = static_cast<float>(i % 7) - 3.0f;
     const std::vector<float> o0 = o;
-    bf16_dots::pair_values(R, pw.data(), R, pairs, vi.data(), d, o.data(), d);
+    counting_cursor cur;
+    bf16_dots::pair_values(R, pw.data(), ldw, rows.data(), cells, d, o.data(), d, cur);
+    ASSERT_EQ(cur.steps, bf16_dots::pair_value_steps(R, cells, d)) << "seed " << seed;
     for (std::size_t r = 0; r < R; ++r)
       for (std::size_t i = 0; i < d; ++i) {
         double want = o0[r * d + i], size = std::fabs(want);
         for (std::size_t c = 0; c < cells; ++c) {
-          const double x = double{to_bf16(p[r * cells + c])} * to_bf16(v[c * d + i].to_float());
+          const double x = double{to_bf16(p[r * ldp + js[c]])} * to_bf16(v[c * d + i].to_float());
           want += x;
           size += std::fabs(x);
         }
         ASSERT_NEAR(o[r * d + i], want, 1e-6 * size)
-            << "seed " << seed << " d " << d << " rows " << R << " cells " << cells << " row " << r
-            << " column " << i;
+            << "seed " << seed << " d " << d << " rows " << R << " cells " << cells
+            << (holes ? " with holes" : " consecutive") << " row " << r << " column " << i;
       }
   }
 }

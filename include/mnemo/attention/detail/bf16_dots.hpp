@@ -1,6 +1,6 @@
 // The decode tiles in bf16 dot products (AVX512_BF16, attention::product_precision):
 // Q.K over queries and K rows rounded to bf16 (round to nearest even, vcvtne2ps2bf16),
-// P.V over V rows interleaved two cells at a time and pairs of rounded probabilities;
+// P.V over pairs of V rows interleaved in registers and pairs of rounded probabilities;
 // pairs of exact products summed into f32 lanes (vdpbf16ps). In a target region of its
 // own (AVX-512 + BF16), called from block_kernels<avx512> only when the CPU has BF16.
 // Also AVX-512's reduce_add4, which the f32 tiles share.
@@ -42,22 +42,16 @@ struct bf16_dots {
   template <class KE>
   static constexpr bool reads = std::is_same_v<KE, dtype::f16> || std::is_same_v<KE, dtype::bf16>;
 
-  /// Rounds n rows of d f32 values (d % 16 == 0, rows ld floats apart) to bf16 in place:
-  /// row r's d bf16 values take the first half of its f32 row, the ldq the tiles read.
+  /// Rounds n rows of d f32 values (d % 16 == 0, rows ld floats apart) to bf16 in place,
+  /// in the pair tiles' form: each chunk of 16 values becomes, in its own 64 bytes, its
+  /// 16 bf16 values twice (tile_pairs loads it whole; tile reads the low halves).
   static void round_rows(float* q, std::size_t n, std::size_t d, std::size_t ld) noexcept {
-    for (std::size_t r = 0; r < n; ++r) {
-      float* row = q + r * ld;
-      auto* out = reinterpret_cast<std::uint16_t*>(row);
-      for (std::size_t i = 0; i < d; i += 32) {  // reads [i, i + 32) before writing [i/2, ..)
-        const __m512 lo = _mm512_loadu_ps(row + i);
-        const __m512 hi = i + 16 < d ? _mm512_loadu_ps(row + i + 16) : _mm512_setzero_ps();
-        const __m512i b = (__m512i)_mm512_cvtne2ps_pbh(hi, lo);
-        if (i + 16 < d)
-          _mm512_storeu_si512(out + i, b);
-        else
-          _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i), _mm512_castsi512_si256(b));
+    for (std::size_t r = 0; r < n; ++r)
+      for (std::size_t i = 0; i < d; i += 16) {
+        float* chunk = q + r * ld + i;
+        const auto b = (__m256i)_mm512_cvtneps_pbh(_mm512_loadu_ps(chunk));
+        _mm512_storeu_si512(chunk, _mm512_inserti64x4(_mm512_castsi256_si512(b), b, 1));
       }
-    }
   }
 
   /// 32 bf16 values of row `row` from element i, zeros past d (d % 16 == 0).
@@ -79,9 +73,14 @@ struct bf16_dots {
     return (__m512bh)(full ? _mm512_loadu_si512(p) : _mm512_maskz_loadu_epi16(0xffffu, p));
   }
 
-  /// 32 bf16 query values of a row rounded by round_rows, from element i.
+  /// 32 bf16 query values of a row rounded by round_rows, from element i (i % 32 == 0):
+  /// the low halves of its chunks i and i + 16, zeros past d.
   static MNEMO_INLINE __m512bh load_q(const float* row, std::size_t i, std::size_t d) noexcept {
-    return load_bf16(reinterpret_cast<const std::uint16_t*>(row) + i, i + 16 < d);
+    const __m256i lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + i));
+    const __m256i hi = i + 16 < d
+                           ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + i + 16))
+                           : _mm256_setzero_si256();
+    return (__m512bh)_mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
   }
 
   /// out[h * ldo + c] = q_h . k_c for G rounded query rows (ldq floats apart) and C
@@ -144,9 +143,10 @@ struct bf16_dots {
 
   /// out[h * ldo + c] = q_h . k_c for G = 4 or 8 rounded query rows and four key rows,
   /// 16 values of d at a time: each vector holds two cells (0 and 2, 1 and 3) against
-  /// the query's 16 values twice, so a row's four sums come out of two accumulators of
-  /// eight partial sums each, about two instructions per sum (a full 16-lane reduction
-  /// per sum costs three and a half). @pre d % 16 == 0
+  /// the query's 16 values twice (one chunk of round_rows, loaded whole), so a row's
+  /// four sums come out of two accumulators of eight partial sums each, about two
+  /// instructions per sum (a full 16-lane reduction per sum costs three and a half).
+  /// @pre d % 16 == 0
   template <class KE, std::size_t G>
   static MNEMO_INLINE void tile_pairs(const float* q, std::size_t ldq, const KE* const* k,
                                       std::size_t d, float* out, std::size_t ldo) noexcept {
@@ -158,9 +158,7 @@ struct bf16_dots {
       const __m512bh k02 = load_k_pair(k[0], k[2], i), k13 = load_k_pair(k[1], k[3], i);
 #pragma GCC unroll 8
       for (std::size_t h = 0; h < G; ++h) {
-        const auto* qh = reinterpret_cast<const __m256i*>(
-            reinterpret_cast<const std::uint16_t*>(q + h * ldq) + i);
-        const __m512bh qv = (__m512bh)_mm512_broadcast_i64x4(_mm256_loadu_si256(qh));
+        const __m512bh qv = (__m512bh)_mm512_loadu_si512(q + h * ldq + i);
         acc[h][0] = _mm512_dpbf16_ps(acc[h][0], qv, k02);
         acc[h][1] = _mm512_dpbf16_ps(acc[h][1], qv, k13);
       }
@@ -230,100 +228,125 @@ struct bf16_dots {
       tile_any<KE>(G - r < 4 ? G - r : 4, C, q + r * ldq, ldq, k, d, out + r * ldo, ldo);
   }
 
-  /// Two V rows a, b (d values, d % 16 == 0; b null: zeros) as bf16 pairs, 16 values at
-  /// a time: out[2 i] = a[i], out[2 i + 1] = b[i], the operand of pair_values.
-  template <class VE>
-  static void interleave_pair(const VE* a, const VE* b, std::size_t d,
-                              std::uint16_t* out) noexcept {
-    alignas(64) static constexpr std::uint16_t order[32] = {
-        0, 16, 1, 17, 2,  18, 3,  19, 4,  20, 5,  21, 6,  22, 7,  23,
-        8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31};
-    const __m512i idx = _mm512_load_si512(order);
-    for (std::size_t i = 0; i < d; i += 16) {
-      __m512i both;  // a's 16 values, then b's
-      if constexpr (std::is_same_v<VE, dtype::bf16>) {
-        const __m256i va = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(&a[i].bits));
-        const __m256i vb = b != nullptr
-                               ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(&b[i].bits))
-                               : _mm256_setzero_si256();
-        both = _mm512_inserti64x4(_mm512_castsi256_si512(va), vb, 1);
-      } else {
-        const __m512 fa =
-            _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(&a[i].bits)));
-        const __m512 fb =
-            b != nullptr
-                ? _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(&b[i].bits)))
-                : _mm512_setzero_ps();
-        both = (__m512i)_mm512_cvtne2ps_pbh(fb, fa);
-      }
-      _mm512_storeu_si512(out + 2 * i, _mm512_permutexvar_epi16(idx, both));
-    }
-  }
-
   /// The probabilities of two cells rounded to bf16 in one 32-bit word (the first cell
-  /// in the low half), the broadcast operand of pair_values.
+  /// in the low half), the broadcast operand of pair_tile.
   static MNEMO_INLINE std::uint32_t pair_word(float p0, float p1) noexcept {
     const __m128 v = _mm_set_ps(0.0f, 0.0f, p1, p0);
     return static_cast<std::uint32_t>(_mm_cvtsi128_si32((__m128i)_mm_cvtneps_pbh(v)));
   }
 
-  /// o[r, n0 : n0 + NV*16] += sum over pairs x of the RR rows' pair words pw[x * ldw + r]
-  /// times the interleaved V pairs vi (2 * d values per pair).
-  template <std::size_t RR, std::size_t NV>
+  /// pw[r * ldw + x] = pair_word(p_r[js[2x]], p_r[js[2x + 1]]) (0 past n_js) for R rows
+  /// of probabilities p_r = p + r * ldp. Consecutive cells are rounded 32 at a time.
+  static void pair_words(std::size_t R, const float* p, std::size_t ldp, const std::uint32_t* js,
+                         std::size_t n_js, std::uint32_t* pw, std::size_t ldw) noexcept {
+    if (js[n_js - 1] - js[0] != n_js - 1) {
+      for (std::size_t r = 0; r < R; ++r)
+        for (std::size_t x = 0; 2 * x < n_js; ++x)
+          pw[r * ldw + x] = pair_word(p[r * ldp + js[2 * x]],
+                                      2 * x + 1 < n_js ? p[r * ldp + js[2 * x + 1]] : 0.0f);
+      return;
+    }
+    for (std::size_t r = 0; r < R; ++r)
+      for (std::size_t c = 0; c < n_js; c += 32) {
+        const float* row = p + r * ldp + js[0] + c;
+        const std::size_t n = n_js - c < 32 ? n_js - c : 32, words = (n + 1) / 2;
+        const auto first = static_cast<__mmask16>(n >= 16 ? 0xffffu : (1u << n) - 1);
+        const auto second = static_cast<__mmask16>(n > 16 ? (1u << (n - 16)) - 1 : 0u);
+        const __m512 lo = _mm512_maskz_loadu_ps(first, row);
+        const __m512 hi = _mm512_maskz_loadu_ps(n == 32 ? __mmask16{0xffffu} : second, row + 16);
+        _mm512_mask_storeu_epi32(pw + r * ldw + c / 2,
+                                 static_cast<__mmask16>(words == 16 ? 0xffffu : (1u << words) - 1),
+                                 (__m512i)_mm512_cvtne2ps_pbh(hi, lo));
+      }
+  }
+
+  /// o[r, n0 : n0 + 32) (16 columns where n0 + 16 == d) += the sum over pairs x of
+  /// pw[r * ldw + x] . (v[2x], v[2x + 1]) for RR rows (v[2x + 1] past n_v: zeros). Each
+  /// pair's V values are rounded and interleaved in registers (unpacklo / unpackhi of
+  /// 16-bit words), so the accumulators hold the columns in the order 0-3, 8-11, 16-19,
+  /// 24-27 (lo) and 4-7, 12-15, ... (hi), permuted from and back to o once per tile.
+  /// pf.step() once per pair (a prefetch cursor spreading the caller's prefetches).
+  template <class VE, std::size_t RR, class Cursor>
   static MNEMO_INLINE void pair_tile(const std::uint32_t* pw, std::size_t ldw, std::size_t pairs,
-                                     const std::uint16_t* vi, std::size_t d, std::size_t n0,
-                                     float* o, std::size_t ldo) noexcept {
-    __m512 acc[RR][NV];
+                                     const VE* const* v, std::size_t n_v, std::size_t d,
+                                     std::size_t n0, float* o, std::size_t ldo,
+                                     Cursor& pf) noexcept {
+    alignas(64) static constexpr std::int32_t to_lo[16] = {0,  1,  2,  3,  8,  9,  10, 11,
+                                                           16, 17, 18, 19, 24, 25, 26, 27};
+    alignas(64) static constexpr std::int32_t to_hi[16] = {4,  5,  6,  7,  12, 13, 14, 15,
+                                                           20, 21, 22, 23, 28, 29, 30, 31};
+    alignas(64) static constexpr std::int32_t back0[16] = {0, 1, 2, 3, 16, 17, 18, 19,
+                                                           4, 5, 6, 7, 20, 21, 22, 23};
+    alignas(64) static constexpr std::int32_t back1[16] = {8,  9,  10, 11, 24, 25, 26, 27,
+                                                           12, 13, 14, 15, 28, 29, 30, 31};
+    const bool full = n0 + 16 < d;
+    __m512 lo[RR], hi[RR];
 #pragma GCC unroll 8
-    for (std::size_t r = 0; r < RR; ++r)
-#pragma GCC unroll 2
-      for (std::size_t x = 0; x < NV; ++x) acc[r][x] = _mm512_loadu_ps(o + r * ldo + n0 + 16 * x);
+    for (std::size_t r = 0; r < RR; ++r) {
+      const __m512 a = _mm512_loadu_ps(o + r * ldo + n0);
+      const __m512 b = full ? _mm512_loadu_ps(o + r * ldo + n0 + 16) : _mm512_setzero_ps();
+      lo[r] = _mm512_permutex2var_ps(a, _mm512_load_si512(to_lo), b);
+      hi[r] = _mm512_permutex2var_ps(a, _mm512_load_si512(to_hi), b);
+    }
     for (std::size_t x = 0; x < pairs; ++x) {
-      __m512bh vv[NV];
-#pragma GCC unroll 2
-      for (std::size_t v = 0; v < NV; ++v)
-        vv[v] = (__m512bh)_mm512_loadu_si512(vi + x * 2 * d + 2 * (n0 + 16 * v));
+      pf.step();
+      const auto va = (__m512i)load_k(v[2 * x], n0, d);
+      const auto vb =
+          2 * x + 1 < n_v ? (__m512i)load_k(v[2 * x + 1], n0, d) : _mm512_setzero_si512();
+      const auto pl = (__m512bh)_mm512_unpacklo_epi16(va, vb);
+      const auto ph = (__m512bh)_mm512_unpackhi_epi16(va, vb);
 #pragma GCC unroll 8
       for (std::size_t r = 0; r < RR; ++r) {
-        const __m512bh pr = (__m512bh)_mm512_set1_epi32(static_cast<int>(pw[x * ldw + r]));
-#pragma GCC unroll 2
-        for (std::size_t v = 0; v < NV; ++v) acc[r][v] = _mm512_dpbf16_ps(acc[r][v], vv[v], pr);
+        const auto pr = (__m512bh)_mm512_set1_epi32(static_cast<int>(pw[r * ldw + x]));
+        lo[r] = _mm512_dpbf16_ps(lo[r], pl, pr);
+        hi[r] = _mm512_dpbf16_ps(hi[r], ph, pr);
       }
     }
 #pragma GCC unroll 8
-    for (std::size_t r = 0; r < RR; ++r)
-#pragma GCC unroll 2
-      for (std::size_t x = 0; x < NV; ++x) _mm512_storeu_ps(o + r * ldo + n0 + 16 * x, acc[r][x]);
+    for (std::size_t r = 0; r < RR; ++r) {
+      _mm512_storeu_ps(o + r * ldo + n0,
+                       _mm512_permutex2var_ps(lo[r], _mm512_load_si512(back0), hi[r]));
+      if (full)
+        _mm512_storeu_ps(o + r * ldo + n0 + 16,
+                         _mm512_permutex2var_ps(lo[r], _mm512_load_si512(back1), hi[r]));
+    }
   }
 
-  /// o[RR, d] += P . V over the pairs (d % 16 == 0), 32 output columns at a time.
-  template <std::size_t RR>
+  template <class VE, std::size_t RR, class Cursor>
   static void pair_rows(const std::uint32_t* pw, std::size_t ldw, std::size_t pairs,
-                        const std::uint16_t* vi, std::size_t d, float* o,
-                        std::size_t ldo) noexcept {
-    std::size_t n0 = 0;
-    for (; n0 + 32 <= d; n0 += 32) pair_tile<RR, 2>(pw, ldw, pairs, vi, d, n0, o, ldo);
-    if (n0 < d) pair_tile<RR, 1>(pw, ldw, pairs, vi, d, n0, o, ldo);
+                        const VE* const* v, std::size_t n_v, std::size_t d, float* o,
+                        std::size_t ldo, Cursor& pf) noexcept {
+    for (std::size_t n0 = 0; n0 < d; n0 += 32)
+      pair_tile<VE, RR>(pw, ldw, pairs, v, n_v, d, n0, o, ldo, pf);
   }
 
-  /// o[R, d] += P . V for R rows (pw: [pairs, ldw >= R] words), eight rows at a time.
+  /// o[R, d] += P . V for R rows (d % 16 == 0) over the n_v V rows v in pairs (pw:
+  /// pair_words' [R, ldw]), eight rows and 32 columns at a time; pf.step() once per
+  /// pair of each tile (pair_value_steps).
+  template <class VE, class Cursor>
   static void pair_values(std::size_t R, const std::uint32_t* pw, std::size_t ldw,
-                          std::size_t pairs, const std::uint16_t* vi, std::size_t d, float* o,
-                          std::size_t ldo) noexcept {
+                          const VE* const* v, std::size_t n_v, std::size_t d, float* o,
+                          std::size_t ldo, Cursor& pf) noexcept {
+    const std::size_t pairs = (n_v + 1) / 2;
     for (std::size_t r = 0; r < R; r += 8) {
-      const std::uint32_t* p = pw + r;
+      const std::uint32_t* p = pw + r * ldw;
       float* out = o + r * ldo;
       switch (R - r < 8 ? R - r : 8) {
-        case 1: pair_rows<1>(p, ldw, pairs, vi, d, out, ldo); break;
-        case 2: pair_rows<2>(p, ldw, pairs, vi, d, out, ldo); break;
-        case 3: pair_rows<3>(p, ldw, pairs, vi, d, out, ldo); break;
-        case 4: pair_rows<4>(p, ldw, pairs, vi, d, out, ldo); break;
-        case 5: pair_rows<5>(p, ldw, pairs, vi, d, out, ldo); break;
-        case 6: pair_rows<6>(p, ldw, pairs, vi, d, out, ldo); break;
-        case 7: pair_rows<7>(p, ldw, pairs, vi, d, out, ldo); break;
-        default: pair_rows<8>(p, ldw, pairs, vi, d, out, ldo); break;
+        case 1: pair_rows<VE, 1>(p, ldw, pairs, v, n_v, d, out, ldo, pf); break;
+        case 2: pair_rows<VE, 2>(p, ldw, pairs, v, n_v, d, out, ldo, pf); break;
+        case 3: pair_rows<VE, 3>(p, ldw, pairs, v, n_v, d, out, ldo, pf); break;
+        case 4: pair_rows<VE, 4>(p, ldw, pairs, v, n_v, d, out, ldo, pf); break;
+        case 5: pair_rows<VE, 5>(p, ldw, pairs, v, n_v, d, out, ldo, pf); break;
+        case 6: pair_rows<VE, 6>(p, ldw, pairs, v, n_v, d, out, ldo, pf); break;
+        case 7: pair_rows<VE, 7>(p, ldw, pairs, v, n_v, d, out, ldo, pf); break;
+        default: pair_rows<VE, 8>(p, ldw, pairs, v, n_v, d, out, ldo, pf); break;
       }
     }
+  }
+  /// pair_values' calls of pf.step() for R rows, n_v V rows and d columns.
+  static constexpr std::size_t pair_value_steps(std::size_t R, std::size_t n_v,
+                                                std::size_t d) noexcept {
+    return (R + 7) / 8 * ((d + 31) / 32) * ((n_v + 1) / 2);
   }
 };
 MNEMO_END_TARGET

@@ -164,10 +164,13 @@ static void pv_decode(std::size_t R, const float* p, std::size_t ldp, const std:
 }
 
 /// The V pass's steps (calls of prefetch_cursor::step) for R rows and n_js cells:
-/// pv_decode's, or pv_decode_bf16's (two per pair of cells).
+/// pv_decode's, or pv_decode_bf16's (one per pair of cells and tile).
 static constexpr std::size_t pv_decode_steps(std::size_t R, std::size_t n_js, std::size_t dv,
                                              const head_tiles& tiles) noexcept {
-  if (tiles.bf16) return 2 * ((n_js + 1) / 2);
+#if defined(MNEMO_ARCH_X86_64)
+  if constexpr (std::is_same_v<isa, simd::avx512>)
+    if (tiles.bf16) return bf16_dots::pair_value_steps(R, n_js, dv);
+#endif
   const std::size_t r8 = tiles.eight_row_rows(R);
   return (r8 / 8) * (dv / L) * n_js + pv_steps(R - r8, n_js, dv);
 }
@@ -355,32 +358,23 @@ static void logits_in_address_order(const detail::call& c, const item_rows& rows
 }
 
 /// o[R, dv] += P[R, cells js] . V[js, dv] for one decode head in bf16 pairs
-/// (product_precision::bf16): the block's V rows of the head interleaved two cells at a
-/// time into vi (w.vf) once, each pair's probabilities rounded into one word per row,
-/// then eight rows at a time from there. pf steps twice per pair (pv_decode_steps).
+/// (product_precision::bf16): each row's probabilities rounded into one word per pair of
+/// cells, then eight rows x 32 columns at a time, each pair's V rows rounded and
+/// interleaved in registers. pf steps once per pair of each tile (pv_decode_steps).
 template <class VE>
 static void pv_decode_bf16([[maybe_unused]] std::size_t R, [[maybe_unused]] const float* p,
                            [[maybe_unused]] const std::uint32_t* js,
                            [[maybe_unused]] std::size_t n_js,
                            [[maybe_unused]] const VE* const* vrow, [[maybe_unused]] std::size_t dv,
-                           [[maybe_unused]] float* o, [[maybe_unused]] std::uint16_t* vi,
+                           [[maybe_unused]] float* o,
                            [[maybe_unused]] prefetch_cursor& pf) noexcept {
 #if defined(MNEMO_ARCH_X86_64)
   if constexpr (std::is_same_v<isa, simd::avx512> && bf16_dots::reads<VE>) {
     constexpr std::size_t Bc = detail::k_block_cells;
-    std::uint32_t pw[Bc / 2 * detail::k_dot_form_max_rows];  // [pairs, R]
+    std::uint32_t pw[detail::k_dot_form_max_rows * Bc / 2];  // [R, Bc / 2]
+    bf16_dots::pair_words(R, p, Bc, js, n_js, pw, Bc / 2);
     prefetch_cursor cur = pf;
-    const std::size_t pairs = (n_js + 1) / 2;
-    for (std::size_t x = 0; x < pairs; ++x) {
-      const bool two = 2 * x + 1 < n_js;
-      cur.step();
-      cur.step();
-      bf16_dots::interleave_pair(vrow[2 * x], two ? vrow[2 * x + 1] : nullptr, dv, vi + x * 2 * dv);
-      for (std::size_t r = 0; r < R; ++r)
-        pw[x * R + r] =
-            bf16_dots::pair_word(p[r * Bc + js[2 * x]], two ? p[r * Bc + js[2 * x + 1]] : 0.0f);
-    }
-    bf16_dots::pair_values(R, pw, R, pairs, vi, dv, o, dv);
+    bf16_dots::pair_values(R, pw, Bc / 2, vrow, n_js, dv, o, dv, cur);
     pf = cur;
   }
 #endif
@@ -413,8 +407,7 @@ static void values_by_head(const detail::call& c, const item_rows& rows, std::si
       vrow[x] =
           reinterpret_cast<const VE*>(rows.v + (j0 + js[x]) * rows.v_stride + h * c.v_head_bytes);
     if (tiles.bf16)
-      pv_decode_bf16<VE>(R, w.s + h * R * Bc, js, n_js, vrow, dv, w.o + h * R * dv,
-                         reinterpret_cast<std::uint16_t*>(w.vf), pf);
+      pv_decode_bf16<VE>(R, w.s + h * R * Bc, js, n_js, vrow, dv, w.o + h * R * dv, pf);
     else
       pv_decode<VE>(R, w.s + h * R * Bc, Bc, js, n_js, vrow, dv, w.o + h * R * dv, dv, tiles, pf);
   }
