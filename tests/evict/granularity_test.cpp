@@ -9,6 +9,7 @@
 #include "evict/harness.hpp"
 #include <gtest/gtest.h>
 
+#include "mnemo/attention/reference.hpp"
 #include "mnemo/evict/h2o.hpp"
 #include "mnemo/evict/key_norm.hpp"
 #include "mnemo/evict/last_recent.hpp"
@@ -294,6 +295,55 @@ TEST(EvictPerHead, BudgetEdgeCases) {
     for (const auto& l : run_synthetic(s, 20, 5, 1000, p, o).kept_per_lane)
       EXPECT_EQ(l.size(), 50u);
   }
+}
+
+// A per-head memory's views hold one KV head's rows per stream: attention::attend
+// called on them directly with the layer's shape (instead of through
+// model::attend_observed) is refused with a status naming the strides, and writes
+// nothing; with one KV head per call (attend_observed's shape) the same views attend.
+TEST(EvictPerHead, DirectAttendOnPerHeadViewsIsRefused) {
+  const synthetic s = two_head_synthetic(8, 7);
+  mnemo::memory::bounded_config cfg;
+  cfg.shape = {1, s.n_head_kv, s.d, s.d};
+  cfg.budget = 16;
+  cfg.max_ubatch = 8;
+  cfg.rope.layout = mnemo::attention::rope_layout::none;
+  k_per_head.apply(cfg);
+  auto m = mnemo::memory::bounded<mnemo::evict::streaming_llm, float>::make(cfg, {}).value();
+  std::vector<pos_t> pos(s.n_tokens);
+  for (std::size_t j = 0; j < pos.size(); ++j) pos[j] = static_cast<pos_t>(j);
+  std::vector<seq_id> seq(pos.size(), 0);
+  std::vector<mnemo::seq_set> sets(pos.size(), mnemo::seq_set::of(0));
+  const mnemo::memory::ubatch_tokens ub{pos, sets};
+  ASSERT_TRUE(m.prepare(std::span(&ub, 1)).is_ok());
+  ASSERT_TRUE(m.apply(0, ub).is_ok());
+  for (std::size_t j = 0; j < pos.size(); ++j)
+    m.write_kv(0, 0, j, &s.k[j * s.n_head_kv * s.d], &s.v[j * s.n_head_kv * s.d]);
+  mnemo::memory::layer_views lv;
+  m.views(0, 0, lv);
+  ASSERT_EQ(lv.streams.size(), s.n_head_kv);  // head-major lanes of the one sequence
+  mnemo::attention::params ap;
+  mnemo::attention::workspace ws;
+  const mnemo::attention::query_batch qb{s.q.data(), pos.size(), pos.data(), seq.data(), nullptr};
+  std::vector<float> out(pos.size() * s.n_head * s.d, 7.0f);
+  const mnemo::attention::shape layer{s.n_head, s.n_head_kv, s.d, s.d};
+  const mnemo::status st = mnemo::attention::attend<mnemo::simd::native, float, float>(
+      layer, ap, qb, lv.streams, out.data(), ws, mnemo::attention::options{1});
+  EXPECT_EQ(st.code(), mnemo::status_code::invalid_argument);
+  EXPECT_NE(st.message().find("strides"), std::string::npos) << st.message();
+  for (float x : out) ASSERT_EQ(x, 7.0f);
+  // One KV head per call over its own stream, as attend_observed calls the kernel:
+  // head 0's group for the first token, equal to the reference kernel.
+  const mnemo::attention::shape one{s.n_head / s.n_head_kv, 1, s.d, s.d};
+  const mnemo::attention::query_batch q0{s.q.data(), 1, pos.data(), seq.data(), nullptr};
+  const auto head0 = std::span(lv.streams.data(), 1);
+  std::vector<float> ref(one.n_head * s.d);
+  ASSERT_TRUE((mnemo::attention::attend<mnemo::simd::native, float, float>(
+                   one, ap, q0, head0, out.data(), ws, mnemo::attention::options{1})
+                   .is_ok()));
+  ASSERT_TRUE(
+      (mnemo::attention::reference_attend<float, float>(one, ap, q0, head0, ref.data()).is_ok()));
+  for (std::size_t i = 0; i < ref.size(); ++i) EXPECT_NEAR(out[i], ref[i], 1e-5f) << "output " << i;
 }
 
 }  // namespace
