@@ -303,11 +303,7 @@ TEST(EvictPerHead, BudgetEdgeCases) {
 // nothing; with one KV head per call (attend_observed's shape) the same views attend.
 TEST(EvictPerHead, DirectAttendOnPerHeadViewsIsRefused) {
   const synthetic s = two_head_synthetic(8, 7);
-  mnemo::memory::bounded_config cfg;
-  cfg.shape = {1, s.n_head_kv, s.d, s.d};
-  cfg.budget = 16;
-  cfg.max_ubatch = 8;
-  cfg.rope.layout = mnemo::attention::rope_layout::none;
+  mnemo::memory::bounded_config cfg = synthetic_config(s, 16, 8);
   k_per_head.apply(cfg);
   auto m = mnemo::memory::bounded<mnemo::evict::streaming_llm, float>::make(cfg, {}).value();
   std::vector<pos_t> pos(s.n_tokens);

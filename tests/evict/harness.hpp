@@ -110,16 +110,24 @@ struct run_options {
   }
 };
 
+/// A one-layer bounded memory's configuration for `s`'s heads: `budget` cells per
+/// lane, micro-batches of up to `max_ubatch` tokens, keys stored as given (no RoPE).
+inline memory::bounded_config synthetic_config(const synthetic& s, std::size_t budget,
+                                               std::size_t max_ubatch) {
+  memory::bounded_config cfg;
+  cfg.shape = {1, s.n_head_kv, s.d, s.d};
+  cfg.budget = budget;
+  cfg.max_ubatch = max_ubatch;
+  cfg.rope.layout = attention::rope_layout::none;
+  return cfg;
+}
+
 /// Prefill `n_prefill` tokens in chunks of `chunk`, then decode the rest one by one.
 template <class Policy>
 run_result run_synthetic(const synthetic& s, std::size_t n_prefill, std::size_t chunk,
                          std::size_t budget, Policy policy, run_options o) {
   const memory::position_mode mode = o.mode;
-  memory::bounded_config cfg;
-  cfg.shape = {1, s.n_head_kv, s.d, s.d};
-  cfg.budget = budget;
-  cfg.max_ubatch = chunk;
-  cfg.rope.layout = attention::rope_layout::none;
+  memory::bounded_config cfg = synthetic_config(s, budget, chunk);
   o.apply(cfg);
   auto m = memory::bounded<Policy, float>::make(cfg, policy).value();
   const attention::shape sh{s.n_head, s.n_head_kv, s.d, s.d};

@@ -127,11 +127,7 @@ TEST(EvictStats, MassMatchesReferenceAndIsConserved) {
   // One prefill chunk of 24 rows into an empty cache: cell j gets the causal softmax
   // weight of every row t >= j, summed over both query heads.
   const synthetic s = make_synthetic({.n_tokens = 24, .seed = 11});
-  mnemo::memory::bounded_config cfg;
-  cfg.shape = {1, s.n_head_kv, s.d, s.d};
-  cfg.budget = 100;
-  cfg.max_ubatch = 24;
-  cfg.rope.layout = mnemo::attention::rope_layout::none;
+  mnemo::memory::bounded_config cfg = synthetic_config(s, 100, 24);
   auto m = mnemo::memory::bounded<mass_probe, float>::make(cfg).value();
   std::vector<pos_t> pos(24);
   std::vector<mnemo::seq_id> seq(24, 0);

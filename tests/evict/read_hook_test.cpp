@@ -35,12 +35,7 @@ std::ptrdiff_t first_difference(const std::vector<float>& a, const std::vector<f
 template <class E = float, class Policy, class Beside>
 void compare_decode(const synthetic& s, Policy policy, std::size_t budget, const char* name,
                     std::uint64_t seed, Beside beside, const synthetic* rollback_data = nullptr) {
-  memory::bounded_config cfg;
-  cfg.shape = {1, s.n_head_kv, s.d, s.d};
-  cfg.budget = budget;
-  cfg.max_ubatch = k_chunk;
-  cfg.rope.layout = attention::rope_layout::none;
-  auto m = memory::bounded<Policy, E>::make(cfg, policy).value();
+  auto m = memory::bounded<Policy, E>::make(synthetic_config(s, budget, k_chunk), policy).value();
   const attention::shape sh{s.n_head, s.n_head_kv, s.d, s.d};
   attention::params ap;
   ap.scale = 1.0f / std::sqrt(static_cast<float>(s.d));
@@ -200,12 +195,8 @@ TEST(EvictReadHook, DecodeRowsBesideAnotherSequencesPrefillStillReadTheirPages) 
     policy.page_size = 4;
     policy.top_pages = 3;
     const evict::quest_config qc{4, 3, s0.n_head_kv, s0.d, true, true};
-    memory::bounded_config cfg;
-    cfg.shape = {1, s0.n_head_kv, s0.d, s0.d};
-    cfg.budget = 2 * k_tokens;
-    cfg.max_ubatch = k_chunk;
+    memory::bounded_config cfg = synthetic_config(s0, 2 * k_tokens, k_chunk);
     cfg.n_seq_max = 2;
-    cfg.rope.layout = attention::rope_layout::none;
     auto m = memory::bounded<evict::quest_reads<>, float>::make(cfg, policy).value();
     const attention::shape sh{s0.n_head, s0.n_head_kv, s0.d, s0.d};
     attention::params ap;

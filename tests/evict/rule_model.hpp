@@ -84,11 +84,7 @@ void feed_rows(Memory& m, const synthetic& s, std::size_t t, std::size_t n, std:
 template <class Policy>
 void compare(const synthetic& s, const ref_rule& rule, Policy p, std::size_t budget,
              std::size_t n_prefill, std::size_t chunk, const char* name) {
-  mnemo::memory::bounded_config cfg;
-  cfg.shape = {1, s.n_head_kv, s.d, s.d};
-  cfg.budget = budget;
-  cfg.max_ubatch = chunk;
-  cfg.rope.layout = mnemo::attention::rope_layout::none;
+  mnemo::memory::bounded_config cfg = synthetic_config(s, budget, chunk);
   auto m = mnemo::memory::bounded<Policy, float>::make(cfg, p).value();
   const mnemo::attention::shape sh{s.n_head, s.n_head_kv, s.d, s.d};
   mnemo::attention::params ap;

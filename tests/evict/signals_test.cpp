@@ -217,11 +217,7 @@ TEST(EvictSignals, RemapKeepsPolicyMapExact) {
   for (auto mode :
        {mnemo::memory::position_mode::original, mnemo::memory::position_mode::compact}) {
     const synthetic s = random_data(60, 5);
-    mnemo::memory::bounded_config cfg;
-    cfg.shape = {1, s.n_head_kv, s.d, s.d};
-    cfg.budget = 10;
-    cfg.max_ubatch = 12;
-    cfg.rope.layout = mnemo::attention::rope_layout::none;
+    mnemo::memory::bounded_config cfg = synthetic_config(s, 10, 12);
     cfg.positions = mode;
     std::vector<pos_t> shadow(cfg.capacity(), -1);
     remap_probe p;
