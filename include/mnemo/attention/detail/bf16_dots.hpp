@@ -246,16 +246,16 @@ struct bf16_dots {
                                       2 * x + 1 < n_js ? p[r * ldp + js[2 * x + 1]] : 0.0f);
       return;
     }
+    auto lanes = [](std::size_t k) {  // the lowest k <= 16 lanes
+      return static_cast<__mmask16>((1u << k) - 1);
+    };
     for (std::size_t r = 0; r < R; ++r)
       for (std::size_t c = 0; c < n_js; c += 32) {
         const float* row = p + r * ldp + js[0] + c;
-        const std::size_t n = n_js - c < 32 ? n_js - c : 32, words = (n + 1) / 2;
-        const auto first = static_cast<__mmask16>(n >= 16 ? 0xffffu : (1u << n) - 1);
-        const auto second = static_cast<__mmask16>(n > 16 ? (1u << (n - 16)) - 1 : 0u);
-        const __m512 lo = _mm512_maskz_loadu_ps(first, row);
-        const __m512 hi = _mm512_maskz_loadu_ps(n == 32 ? __mmask16{0xffffu} : second, row + 16);
-        _mm512_mask_storeu_epi32(pw + r * ldw + c / 2,
-                                 static_cast<__mmask16>(words == 16 ? 0xffffu : (1u << words) - 1),
+        const std::size_t n = n_js - c < 32 ? n_js - c : 32;
+        const __m512 lo = _mm512_maskz_loadu_ps(lanes(n < 16 ? n : 16), row);
+        const __m512 hi = _mm512_maskz_loadu_ps(lanes(n > 16 ? n - 16 : 0), row + 16);
+        _mm512_mask_storeu_epi32(pw + r * ldw + c / 2, lanes((n + 1) / 2),
                                  (__m512i)_mm512_cvtne2ps_pbh(hi, lo));
       }
   }
