@@ -261,13 +261,13 @@ struct bf16_product_model {
   }
 };
 
-// With bf16 products requested, decode items of 8 to 16 rows per KV head on a CPU with
+// With bf16 products requested, decode items of 4 to 16 rows per KV head on a CPU with
 // AVX512_BF16 (AVX-512 kernels, K and V as f16 or bf16) equal the double-precision
 // reference over bf16-rounded queries, keys and values, within the rounding of the
 // probabilities to bf16 (relative 2^-9, values in [-1, 1]); bf16_dots_test checks the
 // tiles exactly. Every other ISA, element type, CPU, and fewer rows keep f32 products
 // and equal the plain reference. One token per sequence at GQA 2, 3, 4, 8 and 12 takes
-// every read order; d 80 leaves half a bf16 vector per row.
+// every read order (GQA 4: K in groups in bf16); d 80 leaves half a bf16 vector per row.
 TYPED_TEST(AttendTest, Bf16ProductsMatchTheirModel) {
   using Isa = typename TypeParam::isa;
   using E = typename TypeParam::elem;
@@ -280,10 +280,10 @@ TYPED_TEST(AttendTest, Bf16ProductsMatchTheirModel) {
                                          &attention::set_product_precision,
                                          attention::product_precision::bf16);
     attention::workspace ws;
-    std::size_t differs_from_f32 = 0;
+    std::size_t differs_from_f32[5] = {};  // seeds per GQA whose outputs f32 would not give
     for (std::uint32_t seed = 300; seed < 340; ++seed) {
       const std::size_t group = gqa[seed / 2 % 5];
-      const bool rounds = bf16_cpu && group >= 8;
+      const bool rounds = bf16_cpu && group >= 4;
       const scenario<E> sc(seed, 1, seed % 2 == 0 ? 8 : 5, group);
       const auto views = sc.views();
       const std::size_t n = sc.pos.size() * sc.sh.n_head * sc.sh.d_v;
@@ -308,11 +308,14 @@ TYPED_TEST(AttendTest, Bf16ProductsMatchTheirModel) {
                        << (rounds ? "bf16" : "f32") << " products): first difference at " << i
                        << ": reference " << ref[static_cast<std::size_t>(i)] << ", got "
                        << got[static_cast<std::size_t>(i)];
-      differs_from_f32 += rounds && first_difference(f32_ref, got, k_tol) >= 0;
+      differs_from_f32[seed / 2 % 5] += rounds && first_difference(f32_ref, got, k_tol) >= 0;
     }
-    // The rounding is visible: f32 products would not give these outputs.
-    if (bf16_cpu) {
-      EXPECT_GT(differs_from_f32, 8u);
+    // The rounding is visible at every GQA from 4: f32 products would not give these
+    // outputs.
+    for (std::size_t i = 0; i < 5; ++i) {
+      if (bf16_cpu && gqa[i] >= 4) {
+        EXPECT_GT(differs_from_f32[i], 2u) << "GQA " << gqa[i];
+      }
     }
   }
 }

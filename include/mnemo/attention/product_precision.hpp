@@ -2,7 +2,7 @@
 // exactness and speed (docs/attention.md, "bf16 products"):
 // - f32 (the default): every product an f32 FMA of widened K/V values;
 // - bf16: where the CPU has AVX512_BF16 (Zen 4, Zen 5, Cooper Lake, Sapphire Rapids and
-//   later), decode items of eight or more query rows per KV head (GQA 8 and up, or
+//   later), decode items of four or more query rows per KV head (GQA 4 and up, or
 //   several tokens of a sequence) with K and V stored as f16 or bf16 round the scaled
 //   query, K, V and the softmax probabilities to bf16 (round to nearest even) and sum
 //   pairs of exact products in f32 (vdpbf16ps): 32 products per instruction instead of

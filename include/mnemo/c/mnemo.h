@@ -122,9 +122,9 @@ MNEMO_C_API int32_t mnemo_default_thread_count(void);
  * nonzero (the default) with it. Engines already open keep theirs. */
 MNEMO_C_API void mnemo_set_weight_tiles(int enabled);
 MNEMO_C_API int mnemo_weight_tiles(void);
-/* Process-wide, for calls that start afterwards: nonzero lets decode attention of eight or
- * more query rows per KV head (GQA 8, small prompt chunks) use bf16 products where the CPU
- * has AVX512_BF16 (faster, rounds the query, K, V and probabilities to bf16;
+/* Process-wide, for calls that start afterwards: nonzero lets decode attention of four or
+ * more query rows per KV head (GQA 4 and up, small prompt chunks) use bf16 products where
+ * the CPU has AVX512_BF16 (faster, rounds the query, K, V and probabilities to bf16;
  * docs/attention.md), 0 (the default) keeps f32. mnemo_bf16_products gives the setting,
  * mnemo_bf16_products_supported whether this CPU runs them. */
 MNEMO_C_API void mnemo_set_bf16_products(int enabled);

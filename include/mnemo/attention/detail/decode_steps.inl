@@ -31,9 +31,9 @@
 ///   FMAs; each cell's K row prefetched into L1 k_dot_row_ahead cells ahead, since it
 ///   comes from L2 otherwise, one wait per cell) and P.V in pv_eight_rows; 4 x 4 below
 ///   (four rows x two cells without spills was 5-8% slower at GQA 4 there).
-/// With bf16 products (AVX-512 with BF16, attention::product_precision, from eight rows
-/// per KV head) Q.K goes eight rows x four cells in bf16_dots's pair tiles and P.V
-/// in its interleaved pairs (pv_decode_bf16). run_decode_item chooses them once per item
+/// With bf16 products (AVX-512 with BF16, attention::product_precision, from four rows
+/// per KV head) Q.K goes eight (or four) rows x four cells in bf16_dots's pair tiles and
+/// P.V in its interleaved pairs (pv_decode_bf16). run_decode_item chooses them once per item
 /// and hands them to every pass.
 struct head_tiles {
   bool eight_rows = false;    // eight-row tiles from eight rows per KV head
@@ -570,10 +570,12 @@ static void run_decode_item(const detail::call& c, const detail::item& it,
   const std::size_t h0 = it.head_begin, H = it.head_end - it.head_begin;
   const decode_order order = decode_order_for<KE, VE>(R, c.widening);
   gather_queries(c, it, w.q);
-  // bf16 products from eight rows per KV head, head by head: with fewer rows the call
-  // is bound by its reads, and they were slower (GQA 4 on a Zen 4 core).
+  // bf16 products from four rows per KV head, in the order the rows choose (K in
+  // groups below eight rows: read head by head, the bf16 tiles were slower at GQA 4, bound
+  // by the reads); with fewer rows the pair tiles have too few rows to share a K vector.
   head_tiles tiles = head_tiles::for_widening(c.widening);
-  tiles.bf16 = bf16_products<KE, VE>(c) && R >= 8 && order == decode_order::heads;
+  tiles.bf16 = bf16_products<KE, VE>(c) && R >= 4 &&
+               (order == decode_order::heads || order == decode_order::k_groups);
   if (tiles.bf16) round_queries_to_bf16(w.q, H * R, c.sh.d_k);
   for (std::size_t i = 0; i < H * R * dv; ++i) w.o[i] = 0.0f;
   for (std::size_t r = 0; r < H * R; ++r) {
