@@ -237,6 +237,7 @@ struct bf16_dots {
 
   /// pw[r * ldw + x] = pair_word(p_r[js[2x]], p_r[js[2x + 1]]) (0 past n_js) for R rows
   /// of probabilities p_r = p + r * ldp. Consecutive cells are rounded 32 at a time.
+  /// @pre n_js > 0, js increasing
   static void pair_words(std::size_t R, const float* p, std::size_t ldp, const std::uint32_t* js,
                          std::size_t n_js, std::uint32_t* pw, std::size_t ldw) noexcept {
     if (js[n_js - 1] - js[0] != n_js - 1) {
