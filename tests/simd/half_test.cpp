@@ -105,6 +105,10 @@ TEST(Half, Bf16DirectedRoundingBracketsTheValue) {
         ASSERT_EQ(hi, x);
       } else {
         ASSERT_LT(lo, hi) << "x " << x;
+        // hi is the next bf16 value up from lo: nothing lies between them.
+        const std::uint16_t lb = f32_to_bf16_bits_floor(x);
+        const auto up = static_cast<std::uint16_t>(lb & 0x8000u ? lb - 1 : lb + 1);
+        ASSERT_EQ(bf16_bits_to_f32(up), hi) << "x " << x;
         const float mid = bf16_bits_to_f32(f32_to_bf16_bits(x));
         ASSERT_TRUE(mid == lo || mid == hi) << "x " << x;
       }
