@@ -100,13 +100,30 @@ struct roofline {
   double bytes_;
 };
 
+/// The cells of seg cut into segments of `page` cells (0: seg whole), as a paged memory
+/// or a read selection hands them to the kernel.
+std::vector<attention::kv_segment> pages_of(const attention::kv_segment& seg, std::size_t page) {
+  if (page == 0) return {seg};
+  std::vector<attention::kv_segment> out;
+  for (std::size_t c0 = 0; c0 < seg.n_cells; c0 += page) {
+    attention::kv_segment s = seg;
+    s.k = static_cast<const std::byte*>(seg.k) + c0 * seg.k_stride;
+    s.v = static_cast<const std::byte*>(seg.v) + c0 * seg.v_stride;
+    s.pos = seg.pos + c0;
+    s.n_cells = std::min(page, seg.n_cells - c0);
+    out.push_back(s);
+  }
+  return out;
+}
+
 template <class Sink, class E = dtype::f16>
 void run(benchmark::State& state, std::size_t n_cells, std::size_t n_tokens, std::size_t group,
-         bool with_export) {
+         bool with_export, std::size_t page = 0) {
   setup<E> s(n_cells, n_tokens, group);
   attention::params p;
   p.scale = 1.0f / std::sqrt(static_cast<float>(k_d));
-  const attention::kv_view view{std::span<const attention::kv_segment>(&s.seg, 1)};
+  const std::vector<attention::kv_segment> segments = pages_of(s.seg, page);
+  const attention::kv_view view{segments};
   attention::options opt;
   opt.n_threads = k_threads;
   std::vector<float> mass(k_head_kv * n_cells), lse(n_tokens * s.sh.n_head);
@@ -138,6 +155,12 @@ void run(benchmark::State& state, std::size_t n_cells, std::size_t n_tokens, std
 void BM_decode(benchmark::State& state) {
   run<attention::null_sink>(state, static_cast<std::size_t>(state.range(0)), 1,
                             static_cast<std::size_t>(state.range(1)), false);
+}
+/// BM_decode over a view of `page`-cell segments: what the segment boundaries cost.
+void BM_decode_paged(benchmark::State& state) {
+  run<attention::null_sink>(state, static_cast<std::size_t>(state.range(0)), 1,
+                            static_cast<std::size_t>(state.range(1)), false,
+                            static_cast<std::size_t>(state.range(2)));
 }
 template <class E>
 void BM_decode_quantised(benchmark::State& state) {
@@ -210,6 +233,11 @@ void BM_decode_fma_floor(benchmark::State& state) {
 BENCHMARK(BM_decode)
     ->ArgNames({"ctx", "gqa"})
     ->ArgsProduct({{1024, 4096, 8192, 16384, 32768}, {1, 2, 4, 8}})
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
+BENCHMARK(BM_decode_paged)
+    ->ArgNames({"ctx", "gqa", "page"})
+    ->ArgsProduct({{16384}, {1, 4, 8}, {16, 64}})
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
 void quantised_decode_shapes(benchmark::internal::Benchmark* b) {

@@ -83,7 +83,7 @@ struct scenario {
     for (auto& st : streams) {
       stream_spec s;
       s.n_cells = pick(0, 1, 5, 64, 65, 130, 300, 700);
-      s.n_segments = pick(1, 2, 3);
+      s.n_segments = pick(1, 2, 3, 9);  // 9: short segments, blocks of a few cells
       s.pad = pick(0, 1, 5);
       s.misalign = pick(0, 1);
       s.with_owners = pick(0, 1) == 1;

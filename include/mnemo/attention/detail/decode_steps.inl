@@ -234,6 +234,11 @@ static constexpr std::size_t k_cell_ahead_bytes = 16 * 1024;
 static constexpr std::size_t k_group_ahead_bytes = 32 * 1024;
 static constexpr std::size_t k_group_cells = 8;
 
+/// Block-local cell x's number: js[x], or x where js is null (cells 0, 1, ...).
+static MNEMO_INLINE std::size_t cell_at(const std::uint32_t* js, std::size_t x) noexcept {
+  return js != nullptr ? js[x] : x;
+}
+
 /// The prefetches of a pass that reads a block's kept cells (js) in address order: while
 /// the pass reads its x-th cell, the row of its (x + ahead)-th, or past its last cell the
 /// first rows the next pass reads (V after K: the same cells; the next block's K after
@@ -254,9 +259,59 @@ struct cell_ahead {
     if (y < n_js) {
       prefetch_rows(own + js[y] * own_stride, own_bytes);
     } else if ((y -= n_js) < next_cells) {
-      prefetch_rows(next + (next_js != nullptr ? next_js[y] : y) * next_stride, next_bytes);
+      next_row(y);
     }
+    // A pass of fewer cells than `ahead` (a short segment) reaches only the next pass's
+    // rows from ahead - n_js on: its first cell asks for those before.
+    if (x == 0 && n_js < ahead)
+      for (std::size_t z = 0; z < ahead - n_js && z < next_cells; ++z) next_row(z);
   }
+  MNEMO_INLINE void next_row(std::size_t y) const noexcept {
+    prefetch_rows(next + cell_at(next_js, y) * next_stride, next_bytes);
+  }
+};
+
+/// The rows (`bytes` each, `stride` apart) of block-local cells js (null: 0 .. n-1): one
+/// range where rows are contiguous, else row by row, so that an item of some heads (or
+/// a segment of one head's rows, as Quest reads per KV head) does not fetch the other
+/// heads' rows between.
+static void prefetch_cells(const char* cell0, std::size_t stride, std::size_t bytes,
+                           const std::uint32_t* js, std::size_t n) noexcept {
+  if (stride == bytes) {
+    const std::size_t first = cell_at(js, 0);
+    prefetch_rows(cell0 + first * stride, (cell_at(js, n - 1) - first) * stride + bytes);
+    return;
+  }
+  for (std::size_t x = 0; x < n; ++x) prefetch_rows(cell0 + cell_at(js, x) * stride, bytes);
+}
+
+/// A cursor that prefetches the rows of prefetch_cells spread over `steps` steps where
+/// they are contiguous; rows with other heads' bytes between are asked for at once, row
+/// by row, and the cursor stays idle.
+static prefetch_cursor spread_cells(const char* cell0, std::size_t stride, std::size_t bytes,
+                                    const std::uint32_t* js, std::size_t n,
+                                    std::size_t steps) noexcept {
+  prefetch_cursor pf;
+  if (stride != bytes) {
+    prefetch_cells(cell0, stride, bytes, js, n);
+    return pf;
+  }
+  pf.p = cell0 + cell_at(js, 0) * stride;
+  pf.end = cell0 + cell_at(js, n - 1) * stride + bytes;
+  const std::size_t lines = static_cast<std::size_t>(pf.end - pf.p + 63) / 64;
+  pf.per_step = (lines + steps - 1) / steps;
+  return pf;
+}
+
+/// The first cells of the block after the current one, which the current block's passes
+/// prefetch: later in the same segment, or the next segment's first block, so that a view
+/// of short segments (Quest's pages, a paged per-head lane) does not wait for memory at
+/// each segment's start.
+struct next_block {
+  const char* k = nullptr;  // the K row of its first cell for the item's first head
+  const char* v = nullptr;
+  std::size_t k_stride = 0, v_stride = 0;
+  std::size_t cells = 0;  // 0: the item has no block after the current one
 };
 
 /// The K and V rows of an item's heads in one segment: row addresses and byte counts.
@@ -292,27 +347,26 @@ struct item_rows {
             .next_cells = n_js,
             .ahead = ahead(bytes)};
   }
-  /// The same for a V pass: its own rows, then the next block's first next_cells K rows.
+  /// The same for a V pass: its own rows, then the next block's first K rows.
   cell_ahead v_pass_ahead(std::size_t j0, const std::uint32_t* js, std::size_t n_js,
-                          std::size_t next_cells, std::size_t bytes) const noexcept {
-    constexpr std::size_t Bc = detail::k_block_cells;
+                          const next_block& nx, std::size_t bytes) const noexcept {
     return {.own = v + j0 * v_stride,
             .own_stride = v_stride,
             .own_bytes = v_bytes,
             .js = js,
             .n_js = n_js,
-            .next = next_cells != 0 ? k + (j0 + Bc) * k_stride : nullptr,
-            .next_stride = k_stride,
+            .next = nx.k,
+            .next_stride = nx.k_stride,
             .next_bytes = k_bytes,
             .next_js = nullptr,
-            .next_cells = next_cells,
+            .next_cells = nx.cells,
             .ahead = ahead(bytes)};
   }
   /// The same for a K pass whose block's V rows are already on their way (K in
-  /// groups): its own rows, then the next block's first next_cells K rows.
+  /// groups): its own rows, then the next block's first K rows.
   cell_ahead k_pass_ahead_to_next_k(std::size_t j0, const std::uint32_t* js, std::size_t n_js,
-                                    std::size_t next_cells, std::size_t bytes) const noexcept {
-    cell_ahead a = v_pass_ahead(j0, js, n_js, next_cells, bytes);
+                                    const next_block& nx, std::size_t bytes) const noexcept {
+    cell_ahead a = v_pass_ahead(j0, js, n_js, nx, bytes);
     a.own = k + j0 * k_stride;
     a.own_stride = k_stride;
     a.own_bytes = k_bytes;
@@ -328,12 +382,8 @@ static void logits_by_head(const detail::call& c, const item_rows& rows, std::si
                            const head_tiles& tiles, const detail::scratch& w) noexcept {
   constexpr std::size_t Bc = detail::k_block_cells;
   const std::size_t dk = c.sh.d_k;
-  prefetch_cursor vpf;
-  vpf.p = rows.v + (j0 + js[0]) * rows.v_stride;
-  vpf.end = rows.v + (j0 + js[n_js - 1]) * rows.v_stride + rows.v_bytes;
-  const std::size_t lines = static_cast<std::size_t>(vpf.end - vpf.p + 63) / 64;
-  const std::size_t steps = H * head_logits_steps(R, n_js, tiles);
-  vpf.per_step = (lines + steps - 1) / steps;
+  prefetch_cursor vpf = spread_cells(rows.v + j0 * rows.v_stride, rows.v_stride, rows.v_bytes, js,
+                                     n_js, H * head_logits_steps(R, n_js, tiles));
   const KE* krow[Bc];
   for (std::size_t h = 0; h < H; ++h) {
     for (std::size_t x = 0; x < n_js; ++x)
@@ -381,25 +431,21 @@ static void pv_decode_bf16([[maybe_unused]] std::size_t R, [[maybe_unused]] cons
 }
 
 /// The V pass head by head from cache, with the output rows in registers across the
-/// block's cells, while the next block's K rows (`next_cells` of them; its V rows with
-/// next_v, when the K pass streams its own) are prefetched in address order, spread
-/// evenly over the pass.
+/// block's cells, while the next block's first K rows (its V rows with next_v, when the
+/// K pass streams its own) are prefetched in address order, spread evenly over the pass.
 template <class VE>
 static void values_by_head(const detail::call& c, const item_rows& rows, std::size_t j0,
                            const std::uint32_t* js, std::size_t n_js, std::size_t H, std::size_t R,
-                           std::size_t next_cells, bool next_v, const head_tiles& tiles,
+                           const next_block& nx, bool next_v, const head_tiles& tiles,
                            const detail::scratch& w) noexcept {
   constexpr std::size_t Bc = detail::k_block_cells;
   const std::size_t dv = c.sh.d_v;
   prefetch_cursor pf;
-  if (next_cells != 0) {  // bytes of any element type
-    const auto [base, stride, bytes] = next_v ? std::tuple(rows.v, rows.v_stride, rows.v_bytes)
-                                              : std::tuple(rows.k, rows.k_stride, rows.k_bytes);
-    pf.p = base + (j0 + Bc) * stride;
-    pf.end = base + (j0 + Bc + next_cells - 1) * stride + bytes;
-    const std::size_t lines = static_cast<std::size_t>(pf.end - pf.p + 63) / 64;
-    const std::size_t steps = H * pv_decode_steps(R, n_js, dv, tiles);
-    pf.per_step = (lines + steps - 1) / steps;
+  if (nx.cells != 0) {  // bytes of any element type
+    const auto [base, stride, bytes] = next_v ? std::tuple(nx.v, nx.v_stride, rows.v_bytes)
+                                              : std::tuple(nx.k, nx.k_stride, rows.k_bytes);
+    pf = spread_cells(base, stride, bytes, nullptr, nx.cells,
+                      H * pv_decode_steps(R, n_js, dv, tiles));
   }
   const VE* vrow[Bc];
   for (std::size_t h = 0; h < H; ++h) {
@@ -414,12 +460,12 @@ static void values_by_head(const detail::call& c, const item_rows& rows, std::si
 }
 
 /// The V pass in address order, one query row per head; its prefetches run into the
-/// next block's K rows (next_cells of them).
+/// next block's first K rows.
 template <class VE>
 static void values_in_address_order(const detail::call& c, const item_rows& rows, std::size_t j0,
                                     const std::uint32_t* js, std::size_t n_js, std::size_t H,
-                                    std::size_t next_cells, const detail::scratch& w) noexcept {
-  const cell_ahead ahead = rows.v_pass_ahead(j0, js, n_js, next_cells, k_cell_ahead_bytes);
+                                    const next_block& nx, const detail::scratch& w) noexcept {
+  const cell_ahead ahead = rows.v_pass_ahead(j0, js, n_js, nx, k_cell_ahead_bytes);
   for (std::size_t x = 0; x < n_js; ++x) {
     ahead.at(x);
     const auto* v = reinterpret_cast<const VE*>(rows.v + (j0 + js[x]) * rows.v_stride);
@@ -461,15 +507,15 @@ static void logits_in_groups(const detail::call& c, const item_rows& rows, std::
 }
 
 /// The V pass in groups, each head's output rows read and written once per group; its
-/// prefetches run into the next block's K rows (next_cells of them).
+/// prefetches run into the next block's first K rows.
 template <class VE>
 static void values_in_groups(const detail::call& c, const item_rows& rows, std::size_t j0,
                              const std::uint32_t* js, std::size_t n_js, std::size_t H,
-                             std::size_t R, std::size_t next_cells, const head_tiles& tiles,
+                             std::size_t R, const next_block& nx, const head_tiles& tiles,
                              const detail::scratch& w) noexcept {
   constexpr std::size_t Bc = detail::k_block_cells;
   const std::size_t dv = c.sh.d_v;
-  const cell_ahead ahead = rows.v_pass_ahead(j0, js, n_js, next_cells, k_group_ahead_bytes);
+  const cell_ahead ahead = rows.v_pass_ahead(j0, js, n_js, nx, k_group_ahead_bytes);
   const VE* vrow[k_group_cells];
   prefetch_cursor none;
   for_each_group(n_js, H, ahead, [&](std::size_t x0, std::size_t n, std::size_t h) {
@@ -480,33 +526,40 @@ static void values_in_groups(const detail::call& c, const item_rows& rows, std::
   });
 }
 
-/// Cells of the item in the block after the one at segment-local j0 (0: none; the
-/// segment or the item ends first), at most one block.
-static std::size_t next_block_cells(const detail::item& it, const kv_segment& seg, std::size_t j0,
-                                    std::size_t cell0) noexcept {
+/// The block after the one at segment-local j0 (stream-wide cell0) of segment `seg` of
+/// `view`, for the item's heads: later in the segment, else the first block of the next
+/// segment holding cells of the item; at most one block of cells.
+static next_block next_block_after(const detail::call& c, const detail::item& it,
+                                   const kv_view& view, const kv_segment& seg, std::size_t j0,
+                                   std::size_t cell0) noexcept {
   constexpr std::size_t Bc = detail::k_block_cells;
-  // This item's cells of this segment end here (segment-local index).
-  const std::size_t item_end = it.cell_end - (cell0 - j0);
-  const std::size_t local_end = item_end < seg.n_cells ? item_end : seg.n_cells;
-  if (j0 + Bc >= local_end) return 0;
-  return local_end - (j0 + Bc) < Bc ? local_end - (j0 + Bc) : Bc;
+  const std::size_t h0 = it.head_begin, H = it.head_end - it.head_begin;
+  const auto at = [&](const kv_segment& s, std::size_t j, std::size_t n) {
+    const item_rows rows(c, s, h0, H);
+    return next_block{.k = rows.k + j * rows.k_stride,
+                      .v = rows.v + j * rows.v_stride,
+                      .k_stride = rows.k_stride,
+                      .v_stride = rows.v_stride,
+                      .cells = n < Bc ? n : Bc};
+  };
+  std::size_t base = cell0 - j0;  // stream-wide index of the segment's cell 0
+  const std::size_t seg_end = base + seg.n_cells;
+  const std::size_t end = it.cell_end < seg_end ? it.cell_end : seg_end;
+  if (cell0 + Bc < end) return at(seg, j0 + Bc, end - (cell0 + Bc));
+  const kv_segment* const last = view.segments.data() + view.segments.size();
+  for (const kv_segment* s = &seg + 1; s < last && seg_end < it.cell_end; ++s) {
+    base += (s - 1)->n_cells;
+    if (base >= it.cell_end) break;
+    if (s->n_cells != 0) {
+      const std::size_t left = it.cell_end - base;
+      return at(*s, 0, left < s->n_cells ? left : s->n_cells);
+    }
+  }
+  return {};
 }
 
 /// The read orders of a decode item's passes (top of this file).
 enum class decode_order { heads, address, groups, k_groups };
-
-/// The rows (`bytes` each, `stride` apart) of block-local cells js: one range where
-/// rows are contiguous, else row by row, so that an item of some heads (or a segment of
-/// one head's rows, as Quest reads per KV head) does not fetch the other heads' rows
-/// between.
-static void prefetch_cells(const char* cell0, std::size_t stride, std::size_t bytes,
-                           const std::uint32_t* js, std::size_t n_js) noexcept {
-  if (stride == bytes) {
-    prefetch_rows(cell0 + js[0] * stride, (js[n_js - 1] - js[0]) * stride + bytes);
-    return;
-  }
-  for (std::size_t x = 0; x < n_js; ++x) prefetch_rows(cell0 + js[x] * stride, bytes);
-}
 
 /// The first block of an item (no block before it prefetched its rows): head by head
 /// its K rows up front, all of them, else in address order those the K pass reads
@@ -584,8 +637,9 @@ static void run_decode_item(const detail::call& c, const detail::item& it,
   }
   std::uint32_t js[Bc];
   bool prefetched = false;  // the previous block prefetched this block's first rows
+  const kv_view& view = c.streams[t.stream];
   for_each_block(
-      c.streams[t.stream], it.cell_begin, it.cell_end,
+      view, it.cell_begin, it.cell_end,
       [&](const kv_segment& seg, std::size_t j0, std::size_t nb, std::size_t cell0) {
         const std::size_t n_js = block_mask(c, t, seg, j0, nb, w, js);
         if (n_js == 0) {  // no K/V byte of this block is read
@@ -593,7 +647,7 @@ static void run_decode_item(const detail::call& c, const detail::item& it,
           return;
         }
         const item_rows rows(c, seg, h0, H);
-        const std::size_t next_cells = next_block_cells(it, seg, j0, cell0);
+        const next_block nx = next_block_after(c, it, view, seg, j0, cell0);
         if (!prefetched) prefetch_first_block(rows, j0, js, n_js, order);
         if (order == decode_order::address)
           logits_in_address_order<KE>(c, rows, j0, js, n_js, H, w);
@@ -601,9 +655,9 @@ static void run_decode_item(const detail::call& c, const detail::item& it,
           logits_in_groups<KE>(c, rows, j0, js, n_js, H, R,
                                rows.k_pass_ahead(j0, js, n_js, k_group_ahead_bytes), tiles, w);
         else if (order == decode_order::k_groups)
-          logits_in_groups<KE>(
-              c, rows, j0, js, n_js, H, R,
-              rows.k_pass_ahead_to_next_k(j0, js, n_js, next_cells, k_group_ahead_bytes), tiles, w);
+          logits_in_groups<KE>(c, rows, j0, js, n_js, H, R,
+                               rows.k_pass_ahead_to_next_k(j0, js, n_js, nx, k_group_ahead_bytes),
+                               tiles, w);
         else
           logits_by_head<KE>(c, rows, j0, js, n_js, H, R, tiles, w);
         // Mask, soft-cap and the online softmax of every (head, row).
@@ -617,12 +671,12 @@ static void run_decode_item(const detail::call& c, const detail::item& it,
               if (alpha != 1.0f) scale_row(w.o + r * dv, dv, alpha);
             }
         if (order == decode_order::address)
-          values_in_address_order<VE>(c, rows, j0, js, n_js, H, next_cells, w);
+          values_in_address_order<VE>(c, rows, j0, js, n_js, H, nx, w);
         else if (order == decode_order::groups)
-          values_in_groups<VE>(c, rows, j0, js, n_js, H, R, next_cells, tiles, w);
+          values_in_groups<VE>(c, rows, j0, js, n_js, H, R, nx, tiles, w);
         else
-          values_by_head<VE>(c, rows, j0, js, n_js, H, R, next_cells,
-                             order == decode_order::k_groups, tiles, w);
-        prefetched = next_cells != 0;
+          values_by_head<VE>(c, rows, j0, js, n_js, H, R, nx, order == decode_order::k_groups,
+                             tiles, w);
+        prefetched = nx.cells != 0;
       });
 }
