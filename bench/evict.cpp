@@ -18,6 +18,7 @@
 #include "common/bench_main.hpp"
 #include <benchmark/benchmark.h>
 
+#include "mnemo/base/aligned_buffer.hpp"
 #include "mnemo/base/rng.hpp"
 #include "mnemo/evict/adakv.hpp"
 #include "mnemo/evict/expected_attention.hpp"
@@ -244,15 +245,17 @@ BENCHMARK(BM_decode_step_per_head_read<evict::h2o>)->ArgName("B")->Arg(1024);
 // dense run of `ctx` cells as a full cache holds them.
 struct dense_cells {
   std::size_t n;
-  std::vector<E> k, v;
+  // The library's buffer, as a KV cache holds them (huge pages: on 4 KiB pages the
+  // per-head reads of Quest's pages, 256 bytes of each 2 KiB row, wait on the TLB).
+  aligned_buffer<E> k, v;
   std::vector<float> kf;  // the keys in f32 (what the index and the pruner see)
   std::vector<pos_t> pos;
   std::vector<float> q, out;
   dense_cells(std::size_t n_cells, std::size_t dk) : n(n_cells) {
     splitmix64 g{7};
     kf.resize(n * k_hkv * dk);
-    k.resize(kf.size());
-    v.resize(n * k_hkv * k_d);
+    k = std::move(aligned_buffer<E>::make(kf.size())).value();
+    v = std::move(aligned_buffer<E>::make(n * k_hkv * k_d)).value();
     for (float& x : kf) x = static_cast<float>(g.normal());
     for (std::size_t i = 0; i < kf.size(); ++i) k[i] = dtype::f16::from_float(kf[i]);
     for (E& x : v) x = dtype::f16::from_float(static_cast<float>(g.normal()));
