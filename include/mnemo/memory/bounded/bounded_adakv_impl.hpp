@@ -44,6 +44,9 @@ void bounded<P, KE, VE>::evict_pooled(const seq_step& ss, std::size_t layer) {
     if (live <= total) return;  // nothing to evict: each head keeps what it holds
     const std::size_t excess = live - total;
     const auto forced = static_cast<std::size_t>(policy_.alpha * static_cast<double>(kept));
+    // Up to this many cells per head are kept in order as they are found; more are
+    // buffered and cut back by partial selection.
+    constexpr std::size_t k_sorted_cells = 16;
     thread_local std::vector<key> cand, sample;
     cand.clear();
     for (std::size_t h = 0; h < lh_; ++h) {
@@ -56,10 +59,12 @@ void bounded<P, KE, VE>::evict_pooled(const seq_step& ss, std::size_t layer) {
       // can go, and at most `excess` of them.
       const std::size_t m = std::min(excess, ln.live - std::min(forced, ln.live));
       if (m == 0) continue;
-      auto key_of = [&](std::size_t j) {
-        return key{static_cast<bool>(policy_.protect(st, v, j)),
-                   static_cast<float>(policy_.score(st, v, j)), ln.pos[j],
+      auto key_with = [&](std::size_t j, float score) {
+        return key{static_cast<bool>(policy_.protect(st, v, j)), score, ln.pos[j],
                    static_cast<std::uint32_t>(j), static_cast<std::uint32_t>(h)};
+      };
+      auto key_of = [&](std::size_t j) {
+        return key_with(j, static_cast<float>(policy_.score(st, v, j)));
       };
       // The head's m lowest cells, whatever the slot order. Cells at or below a bound
       // are buffered, and a full buffer is cut back to its m lowest, whose highest is
@@ -95,10 +100,29 @@ void bounded<P, KE, VE>::evict_pooled(const seq_step& ss, std::size_t layer) {
       };
       for (std::size_t j = 0; j < ln.top; ++j) {
         if (ln.pos[j] < 0) continue;
-        const key kj = key_of(j);
+        // Under an unprotected bound a higher score is enough to pass a cell over
+        // (protected cells rank above every unprotected one): most cells are decided by
+        // one load and compare, without their full key.
+        const auto score = static_cast<float>(policy_.score(st, v, j));
+        if (full && !bound.prot && score > bound.score) continue;
+        const key kj = key_with(j, score);
         if (full && bound < kj) continue;
-        cand.push_back(kj);
-        if (cand.size() == cap) cut();
+        if (m > k_sorted_cells) {
+          cand.push_back(kj);
+          if (cand.size() == cap) cut();
+          continue;
+        }
+        // Few cells (a decode step's: one per head): held in order, each insertion
+        // drops the highest once m are held, which is then the bound.
+        const std::size_t held = cand.size() - static_cast<std::size_t>(first);
+        if (held < m) cand.push_back(kj);
+        std::size_t i = cand.size() - 1;
+        for (; i > static_cast<std::size_t>(first) && kj < cand[i - 1]; --i) cand[i] = cand[i - 1];
+        cand[i] = kj;
+        if (cand.size() - static_cast<std::size_t>(first) == m) {
+          bound = cand.back();
+          full = true;
+        }
       }
       if (cand.size() - static_cast<std::size_t>(first) > m) cut();
     }

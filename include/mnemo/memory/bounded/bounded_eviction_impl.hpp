@@ -233,17 +233,24 @@ void bounded<P, KE, VE>::evict_to_budget(const seq_step& ss, std::size_t layer, 
       return slot < o.slot;
     }
   };
-  auto key_of = [&](std::size_t j) {
-    return key{static_cast<bool>(policy_.protect(st, v, j)),
-               static_cast<float>(policy_.score(st, v, j)), ln.pos[j],
+  auto key_with = [&](std::size_t j, float score) {
+    return key{static_cast<bool>(policy_.protect(st, v, j)), score, ln.pos[j],
                static_cast<std::uint32_t>(j)};
+  };
+  auto key_of = [&](std::size_t j) {
+    return key_with(j, static_cast<float>(policy_.score(st, v, j)));
   };
   if (n_evict == 1) {  // a decode step: one linear pass, no scratch
     std::size_t best = ln.top;
     key bk{};
     for (std::size_t j = 0; j < ln.top; ++j) {
       if (ln.pos[j] < 0) continue;
-      const key kj = key_of(j);
+      // Against an unprotected best a higher score loses whatever the cell's
+      // protection (protected cells rank above every unprotected one): one load and
+      // compare decide most cells, without their full key.
+      const auto score = static_cast<float>(policy_.score(st, v, j));
+      if (best != ln.top && !bk.prot && score > bk.score) continue;
+      const key kj = key_with(j, score);
       if (best == ln.top || kj < bk) {
         best = j;
         bk = kj;
