@@ -547,8 +547,8 @@ static next_block next_block_after(const detail::call& c, const detail::item& it
   const std::size_t end = it.cell_end < seg_end ? it.cell_end : seg_end;
   if (cell0 + Bc < end) return at(seg, j0 + Bc, end - (cell0 + Bc));
   const kv_segment* const last = view.segments.data() + view.segments.size();
-  for (const kv_segment* s = &seg + 1; s < last && seg_end < it.cell_end; ++s) {
-    base += (s - 1)->n_cells;
+  for (const kv_segment* s = &seg + 1; s < last; ++s) {
+    base += (s - 1)->n_cells;  // s's cell 0; seg_end on the first pass
     if (base >= it.cell_end) break;
     if (s->n_cells != 0) {
       const std::size_t left = it.cell_end - base;
