@@ -135,11 +135,11 @@ struct scenario {
   }
 };
 
-/// Index of the first |a - b| > tol, or -1.
+/// Index of the first |a - b| > tol (infinities equal only to themselves), or -1.
 std::ptrdiff_t first_difference(const std::vector<float>& a, const std::vector<float>& b,
                                 float tol) {
   for (std::size_t i = 0; i < a.size(); ++i)
-    if (!(std::fabs(a[i] - b[i]) <= tol)) return static_cast<std::ptrdiff_t>(i);
+    if (a[i] != b[i] && !(std::fabs(a[i] - b[i]) <= tol)) return static_cast<std::ptrdiff_t>(i);
   return -1;
 }
 
@@ -320,65 +320,85 @@ TYPED_TEST(AttendTest, Bf16ProductsMatchTheirModel) {
   }
 }
 
-TYPED_TEST(AttendTest, ExportsMassAndLogSumExp) {
+// The export from the attention pass's stored logits and, with a store too small, from
+// logits computed again: mass, lse and logits against the double-precision reference.
+TYPED_TEST(AttendTest, ExportsMassLogSumExpAndLogits) {
   using Isa = typename TypeParam::isa;
   using E = typename TypeParam::elem;
   if constexpr (simd::is_compiled<Isa>) {
-    for (std::uint32_t seed = 100; seed < 130; ++seed) {
-      const scenario<E> sc(seed);
-      const auto views = sc.views();
-      const std::size_t nt = sc.pos.size(), g = sc.sh.group();
-      std::vector<std::uint8_t> rows(nt);
-      for (std::size_t t = 0; t < nt; ++t) rows[t] = (t + seed) % 3 != 0;
-      std::vector<std::vector<float>> mass_ref, mass_got;
-      std::vector<float*> pr, pg;
-      for (const auto& v : views) {
-        mass_ref.emplace_back(sc.sh.n_head_kv * v.n_cells() + 1, 0.0f);
-        mass_got.emplace_back(sc.sh.n_head_kv * v.n_cells() + 1, 0.0f);
-      }
-      for (std::size_t i = 0; i < views.size(); ++i) {
-        pr.push_back(mass_ref[i].data());
-        pg.push_back(mass_got[i].data());
-      }
-      std::vector<float> lse_ref(nt * sc.sh.n_head), lse_got(nt * sc.sh.n_head);
-      std::vector<float> out_ref(nt * sc.sh.n_head * sc.sh.d_v), out_got(out_ref.size());
-      attention::mass_sink sr{pr, rows.data(), lse_ref.data()}, sg{pg, rows.data(), lse_got.data()};
-      ASSERT_TRUE(
-          (attention::reference_attend<E, E>(sc.sh, sc.p, sc.batch(), views, out_ref.data(), sr)
-               .is_ok()));
-      attention::options opt;
-      opt.n_threads = 2;
-      ASSERT_TRUE(
-          (attention::attend<Isa, E, E>(sc.sh, sc.p, sc.batch(), views, out_got.data(), opt, sg)
-               .is_ok()));
-      for (std::size_t i = 0; i < lse_ref.size(); ++i) {
-        if (std::isinf(lse_ref[i])) {
-          ASSERT_TRUE(std::isinf(lse_got[i]) && lse_got[i] < 0) << "seed " << seed << " row " << i;
-        } else {
-          ASSERT_NEAR(lse_ref[i], lse_got[i], 1e-4f * (1.0f + std::fabs(lse_ref[i])))
-              << "seed " << seed << " (" << sc.describe() << ") lse of row " << i;
+    for (const std::size_t max_stored : {std::size_t{1} << 24, std::size_t{0}})
+      for (std::uint32_t seed = 100; seed < 130; ++seed) {
+        const scenario<E> sc(seed);
+        const auto views = sc.views();
+        const std::size_t nt = sc.pos.size(), g = sc.sh.group(), H = sc.sh.n_head;
+        std::vector<std::uint8_t> rows(nt);
+        std::vector<std::uint32_t> logit_row(nt, 0), rows_in_stream(views.size(), 0);
+        for (std::size_t t = 0; t < nt; ++t) {
+          rows[t] = (t + seed) % 3 != 0;
+          if (rows[t]) logit_row[t] = rows_in_stream[sc.stream[t]]++;
+        }
+        std::vector<std::vector<float>> mass_ref, mass_got, lg_ref, lg_got;
+        std::vector<float*> pr, pg, lr, lgp;
+        for (std::size_t s = 0; s < views.size(); ++s) {
+          const std::size_t n = views[s].n_cells();
+          mass_ref.emplace_back(sc.sh.n_head_kv * n + 1, 0.0f);
+          mass_got.emplace_back(sc.sh.n_head_kv * n + 1, 0.0f);
+          // A stream's logits only every other seed: the sink then skips the others.
+          const bool wants_logits = (seed + s) % 2 == 0;
+          lg_ref.emplace_back(rows_in_stream[s] * H * n + 1, -INFINITY);
+          lg_got.emplace_back(lg_ref.back());
+          lr.push_back(wants_logits ? lg_ref[s].data() : nullptr);
+          lgp.push_back(wants_logits ? lg_got[s].data() : nullptr);
+        }
+        for (std::size_t i = 0; i < views.size(); ++i) {
+          pr.push_back(mass_ref[i].data());
+          pg.push_back(mass_got[i].data());
+        }
+        std::vector<float> lse_ref(nt * H), lse_got(nt * H);
+        std::vector<float> out_ref(nt * H * sc.sh.d_v), out_got(out_ref.size());
+        attention::mass_sink sr{pr, rows.data(), lse_ref.data(), lr, logit_row.data()};
+        attention::mass_sink sg{pg, rows.data(), lse_got.data(), lgp, logit_row.data()};
+        ASSERT_TRUE(
+            (attention::reference_attend<E, E>(sc.sh, sc.p, sc.batch(), views, out_ref.data(), sr)
+                 .is_ok()));
+        attention::options opt;
+        opt.n_threads = 2;
+        attention::workspace ws;
+        ws.max_stored_logits = max_stored;
+        ASSERT_TRUE((attention::attend<Isa, E, E>(sc.sh, sc.p, sc.batch(), views, out_got.data(),
+                                                  ws, opt, sg)
+                         .is_ok()));
+        const std::string where = "seed " + std::to_string(seed) + " (" + sc.describe() +
+                                  ") stored logits up to " + std::to_string(max_stored);
+        for (std::size_t i = 0; i < lse_ref.size(); ++i) {
+          if (std::isinf(lse_ref[i])) {
+            ASSERT_TRUE(std::isinf(lse_got[i]) && lse_got[i] < 0) << where << " row " << i;
+          } else {
+            ASSERT_NEAR(lse_ref[i], lse_got[i], 1e-4f * (1.0f + std::fabs(lse_ref[i])))
+                << where << " lse of row " << i;
+          }
+        }
+        for (std::size_t s = 0; s < views.size(); ++s) {
+          const auto i = first_difference(mass_ref[s], mass_got[s], 1e-4f);
+          ASSERT_EQ(i, -1) << where << " stream " << s << " mass differs at " << i << ": "
+                           << mass_ref[s][i] << " vs " << mass_got[s][i];
+          const auto j = first_difference(lg_ref[s], lg_got[s], 1e-4f);
+          ASSERT_EQ(j, -1) << where << " stream " << s << " logit differs at " << j << ": "
+                           << lg_ref[s][j] << " vs " << lg_got[s][j];
+          // Every contributing row that attends something adds exactly 1 per query head.
+          for (std::size_t hk = 0; hk < sc.sh.n_head_kv; ++hk) {
+            double expect = 0, sum = 0;
+            for (std::size_t t = 0; t < nt; ++t)
+              for (std::size_t hh = 0; hh < g; ++hh)
+                if (sc.stream[t] == s && rows[t] && !std::isinf(lse_ref[t * H + hk * g + hh]))
+                  expect += 1;
+            for (std::size_t c = 0; c < views[s].n_cells(); ++c)
+              sum += mass_got[s][hk * views[s].n_cells() + c];
+            ASSERT_NEAR(sum, expect, 1e-3 * (1 + expect))
+                << where << " stream " << s << " head " << hk;
+          }
         }
       }
-      for (std::size_t s = 0; s < views.size(); ++s) {
-        const auto i = first_difference(mass_ref[s], mass_got[s], 1e-4f);
-        ASSERT_EQ(i, -1) << "seed " << seed << " (" << sc.describe() << ") stream " << s
-                         << " mass differs at " << i << ": " << mass_ref[s][i] << " vs "
-                         << mass_got[s][i];
-        // Every contributing row that attends something adds exactly 1 per query head.
-        for (std::size_t hk = 0; hk < sc.sh.n_head_kv; ++hk) {
-          double expect = 0, sum = 0;
-          for (std::size_t t = 0; t < nt; ++t)
-            for (std::size_t hh = 0; hh < g; ++hh)
-              if (sc.stream[t] == s && rows[t] &&
-                  !std::isinf(lse_ref[t * sc.sh.n_head + hk * g + hh]))
-                expect += 1;
-          for (std::size_t c = 0; c < views[s].n_cells(); ++c)
-            sum += mass_got[s][hk * views[s].n_cells() + c];
-          ASSERT_NEAR(sum, expect, 1e-3 * (1 + expect))
-              << "seed " << seed << " stream " << s << " head " << hk;
-        }
-      }
-    }
   }
 }
 

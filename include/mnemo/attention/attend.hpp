@@ -42,6 +42,14 @@ class workspace {
   std::vector<detail::item> items;
   std::vector<std::size_t> partial_offset;
   std::vector<std::size_t> first_item;  // first item of each (tile, heads) group
+  // The logit store of an export (detail::logit_store).
+  std::vector<std::uint32_t> export_slot, export_tokens;
+  std::vector<detail::logit_store::stream_part> export_streams;
+
+  /// The most floats of logits an export (mass_sink's mass or logits) keeps from the
+  /// attention pass, for the contributing rows x n_head x cells; above it the export
+  /// computes the logits again in a second pass over K.
+  std::size_t max_stored_logits = std::size_t{1} << 24;
 
  private:
   template <class T>
@@ -97,6 +105,69 @@ struct scratch_layout {
 };
 
 }  // namespace detail
+
+/// Lays out the logit store of an export in ws (detail::logit_store) and returns its
+/// floats: 0 when the sink exports no mass or logits, or when they would take more
+/// than ws.max_stored_logits (the export then recomputes them).
+/// `order`: the call's tokens grouped by stream.
+template <stats_sink Sink>
+std::size_t plan_logit_store(const shape& sh, const query_batch& q,
+                             std::span<const kv_view> streams, const std::uint32_t* order,
+                             const Sink& sink, workspace& ws) {
+  if constexpr (!Sink::enabled) {
+    return 0;
+  } else {
+    if (sink.mass.empty() && sink.logits.empty()) return 0;
+    constexpr std::uint32_t none = detail::logit_store::no_slot;
+    ws.export_slot.assign(q.n_tokens, none);
+    ws.export_tokens.clear();
+    ws.export_streams.assign(streams.size(), {});
+    std::size_t floats = 0, i = 0;
+    for (std::size_t st = 0; st < streams.size(); ++st) {
+      auto& part = ws.export_streams[st];
+      part.offset = floats;
+      part.n_cells = streams[st].n_cells();
+      part.token_begin = ws.export_tokens.size();
+      for (; i < q.n_tokens && (q.stream ? q.stream[order[i]] : 0u) == st; ++i)
+        if (sink.exports(st) && sink.row_contributes(order[i])) {
+          ws.export_slot[order[i]] =
+              static_cast<std::uint32_t>(ws.export_tokens.size() - part.token_begin);
+          ws.export_tokens.push_back(order[i]);
+        }
+      part.token_end = ws.export_tokens.size();
+      floats += (part.token_end - part.token_begin) * sh.n_head * part.n_cells;
+    }
+    return floats <= ws.max_stored_logits ? floats : 0;
+  }
+}
+
+/// The export from the logit store, once lse holds every row's final log-sum-exp:
+/// per (stream, KV head) a task adds each contributing row's softmax weights to the
+/// mass and copies its attended logits.
+template <class K, stats_sink Sink>
+void export_stored_logits(const shape& sh, const detail::logit_store& ls, const float* lse,
+                          const Sink& sink, std::size_t n_streams, int threads) {
+  const std::size_t g = sh.group(), H = sh.n_head;
+  parallel_for(n_streams * sh.n_head_kv, threads, [&](std::size_t i, int) {
+    const std::size_t st = i / sh.n_head_kv, hk = i % sh.n_head_kv;
+    const auto& part = ls.streams[st];
+    float* mass = sink.mass.empty() ? nullptr : sink.mass[st];
+    float* logits = sink.logits.empty() ? nullptr : sink.logits[st];
+    const std::size_t n = part.n_cells;
+    for (std::size_t x = part.token_begin; x < part.token_end; ++x) {
+      const std::size_t tok = ls.tokens[x], slot = x - part.token_begin;
+      for (std::size_t h = hk * g; h < (hk + 1) * g; ++h) {
+        const float* lg = ls.base + part.offset + (slot * H + h) * n;
+        if (mass != nullptr && lse[tok * H + h] != k_neg_inf)
+          K::add_softmax_weights(lg, n, lse[tok * H + h], mass + hk * n);
+        if (logits == nullptr) continue;
+        float* dst = logits + (sink.logit_row[tok] * H + h) * n;
+        for (std::size_t j = 0; j < n; ++j)
+          if (lg[j] != k_neg_inf) dst[j] = lg[j];
+      }
+    }
+  });
+}
 
 /// Attends every query token to the cells of its stream.
 /// q.q: [n_tokens, n_head, d_k] f32; out: [n_tokens, n_head, d_v] f32 (overwritten).
@@ -179,23 +250,27 @@ status attend(const shape& sh, const params& p, const query_batch& q,
     }
   }
   const std::size_t lse_floats = q.n_tokens * sh.n_head;
-  MNEMO_ASSIGN_OR_RETURN(float* fbuf,
-                         ws.floats(per_thread * threads + partial_floats + lse_floats));
+  const std::size_t store_floats = plan_logit_store(sh, q, streams, order.data(), sink, ws);
+  MNEMO_ASSIGN_OR_RETURN(
+      float* fbuf, ws.floats(per_thread * threads + partial_floats + lse_floats + store_floats));
   MNEMO_ASSIGN_OR_RETURN(std::uint8_t * bbuf, ws.bytes(lay.bytes() * threads + 64));
   float* partials = fbuf + per_thread * threads;
   float* lse = partials + partial_floats;
 
-  const detail::call c{sh,
-                       p,
-                       &q,
-                       streams.data(),
-                       order.data(),
-                       (dtype::blocks_in_row<KE>(sh.d_k) * sizeof(KE)),
-                       (dtype::blocks_in_row<VE>(sh.d_v) * sizeof(VE)),
-                       simd::current_f16_widening(),
-                       std::is_same_v<Isa, simd::avx512> &&
-                           current_product_precision() == product_precision::bf16 &&
-                           bf16_products_supported()};
+  const detail::call c{
+      sh,
+      p,
+      &q,
+      streams.data(),
+      order.data(),
+      (dtype::blocks_in_row<KE>(sh.d_k) * sizeof(KE)),
+      (dtype::blocks_in_row<VE>(sh.d_v) * sizeof(VE)),
+      simd::current_f16_widening(),
+      std::is_same_v<Isa, simd::avx512> && current_product_precision() == product_precision::bf16 &&
+          bf16_products_supported(),
+      store_floats == 0 ? detail::logit_store{}
+                        : detail::logit_store{lse + lse_floats, ws.export_streams.data(),
+                                              ws.export_slot.data(), ws.export_tokens.data()}};
   // Writes the finished states of an item's (head, row)s to the output and lse.
   auto finish = [&](const detail::item& it, const float* o, const float* m, const float* l) {
     const detail::tile& t = *it.t;
@@ -263,7 +338,9 @@ status attend(const shape& sh, const params& p, const query_batch& q,
 
   if constexpr (Sink::enabled) {
     if (sink.lse != nullptr) std::memcpy(sink.lse, lse, lse_floats * sizeof(float));
-    if (!sink.mass.empty() || !sink.logits.empty()) {
+    if (store_floats != 0) {
+      export_stored_logits<K>(sh, c.store, lse, sink, streams.size(), threads);
+    } else if (!sink.mass.empty() || !sink.logits.empty()) {
       // One task per (stream, KV head, chunk), so that no two tasks add to one cell,
       // and one head per task, so that any tile's rows fit the scratch.
       std::vector<detail::item> tasks;

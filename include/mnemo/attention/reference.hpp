@@ -69,6 +69,9 @@ status reference_attend(const shape& sh, const params& p, const query_batch& q,
         if constexpr (Sink::enabled) {
           if (!sink.mass.empty() && sink.mass[st] != nullptr && sink.row_contributes(t))
             sink.mass[st][hk * view.n_cells() + cells[c]] += static_cast<float>(w);
+          if (!sink.logits.empty() && sink.logits[st] != nullptr && sink.row_contributes(t))
+            sink.logits[st][(sink.logit_row[t] * sh.n_head + h) * view.n_cells() + cells[c]] =
+                static_cast<float>(logits[c]);
         }
       }
       float* orow = out + (t * sh.n_head + h) * sh.d_v;

@@ -24,8 +24,9 @@ static_assert(stats_sink<null_sink>);
 /// Exports what an eviction policy asked for, each part only when its pointer is
 /// set: per KV head and cell the attention mass, summed over the group's query heads
 /// and the requested query rows (E1); each row's log-sum-exp (E2); the requested
-/// rows' pre-softmax logits (E3). Mass and logits cost one more pass over the
-/// cells (logits recomputed against the final log-sum-exp); lse costs a copy.
+/// rows' pre-softmax logits (E3). For mass and logits the attention pass keeps the
+/// contributing rows' logits (workspace::max_stored_logits) and one pass over them
+/// after the merge applies the final log-sum-exp; lse costs a copy.
 struct mass_sink {
   static constexpr bool enabled = true;
   /// Per stream: [n_head_kv, n_cells of that stream] f32, accumulated into (+=).

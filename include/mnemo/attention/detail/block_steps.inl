@@ -73,6 +73,42 @@ static void cap_and_mask(const detail::call& c, std::size_t ti, float* s, std::s
     if (!kr[j]) s[j] = -__builtin_inff();
 }
 
+/// Keeps the block's logits s[0, nb) of tile row ti, query head h, in the call's logit
+/// store, when an export wants that row.
+static void store_logits(const detail::call& c, const detail::tile& t, std::size_t ti,
+                         std::size_t h, std::size_t cell0, const float* s,
+                         std::size_t nb) noexcept {
+  const detail::logit_store& ls = c.store;
+  if (ls.base == nullptr) return;
+  const std::uint32_t slot = ls.slot[c.order[t.first + ti]];
+  if (slot == detail::logit_store::no_slot) return;
+  const detail::logit_store::stream_part& part = ls.streams[t.stream];
+  std::memcpy(ls.base + part.offset + (slot * c.sh.n_head + h) * part.n_cells + cell0, s,
+              nb * sizeof(float));
+}
+
+/// store_logits for a block that no row of the item attends: -inf for all of them.
+static void store_unattended_block(const detail::call& c, const detail::item& it, std::size_t cell0,
+                                   std::size_t nb) noexcept {
+  if (c.store.base == nullptr) return;
+  float none[detail::k_block_cells];
+  for (std::size_t j = 0; j < nb; ++j) none[j] = -__builtin_inff();
+  const std::size_t g = c.sh.group();
+  for (std::size_t ti = 0; ti < it.t->count; ++ti)
+    for (std::size_t h = it.head_begin * g; h < it.head_end * g; ++h)
+      store_logits(c, *it.t, ti, h, cell0, none, nb);
+}
+
+/// mass[j] += e^(lg[j] - lse) for j in [0, n): a row's softmax weights from its stored
+/// logits and final log-sum-exp (-inf logits add nothing).
+static void add_softmax_weights(const float* lg, std::size_t n, float lse, float* mass) noexcept {
+  const vf l = V::set1(lse);
+  std::size_t j = 0;
+  for (; j + L <= n; j += L)
+    V::store(mass + j, V::add(V::load(mass + j), V::exp(V::sub(V::load(lg + j), l))));
+  for (; j < n; ++j) mass[j] += std::exp(lg[j] - lse);
+}
+
 template <class E>
 static const E* head_row(const void* base, std::size_t stride, std::size_t cell,
                          std::size_t head_offset) noexcept {
@@ -237,14 +273,18 @@ static void run_item(const detail::call& c, const detail::item& it,
   }
   std::uint32_t js[Bc];
   for_each_block(c.streams[t.stream], it.cell_begin, it.cell_end,
-                 [&](const kv_segment& seg, std::size_t j0, std::size_t nb, std::size_t) {
+                 [&](const kv_segment& seg, std::size_t j0, std::size_t nb, std::size_t cell0) {
                    const std::size_t n_js = block_mask(c, t, seg, j0, nb, w, js);
-                   if (n_js == 0) return;  // no K/V byte of this block is read
+                   if (n_js == 0) {  // no K/V byte of this block is read
+                     store_unattended_block(c, it, cell0, nb);
+                     return;
+                   }
                    for (std::size_t h = 0; h < H; ++h) {
                      const std::size_t hk = it.head_begin + h;
                      float* o = w.o + h * R * dv;
                      block_logits<KE>(c, t, hk, w.q + h * R * dk, seg, j0, nb, w, js, n_js);
                      for (std::size_t r = 0; r < R; ++r) {
+                       store_logits(c, t, r / g, hk * g + r % g, cell0, w.s + r * Bc, nb);
                        const float alpha =
                            softmax_block(w.s + r * Bc, nb, w.m[h * R + r], w.l[h * R + r]);
                        if (alpha != 1.0f) scale_row(o + r * dv, dv, alpha);

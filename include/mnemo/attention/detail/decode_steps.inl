@@ -643,6 +643,7 @@ static void run_decode_item(const detail::call& c, const detail::item& it,
       [&](const kv_segment& seg, std::size_t j0, std::size_t nb, std::size_t cell0) {
         const std::size_t n_js = block_mask(c, t, seg, j0, nb, w, js);
         if (n_js == 0) {  // no K/V byte of this block is read
+          store_unattended_block(c, it, cell0, nb);
           prefetched = false;
           return;
         }
@@ -667,6 +668,7 @@ static void run_decode_item(const detail::call& c, const detail::item& it,
               const std::size_t r = h * R + ti * g + hh;
               float* s = w.s + r * Bc;
               cap_and_mask(c, ti, s, nb, w);
+              store_logits(c, t, ti, (h0 + h) * g + hh, cell0, s, nb);
               const float alpha = softmax_block(s, nb, w.m[r], w.l[r]);
               if (alpha != 1.0f) scale_row(w.o + r * dv, dv, alpha);
             }

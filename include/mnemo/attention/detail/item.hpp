@@ -44,6 +44,22 @@ struct scratch {
   std::uint8_t* keep_any;  // [k_block_cells]: some token keeps cell
 };
 
+/// Where the main pass keeps the logits that an export (mass, logits) reads once the
+/// merge has the final log-sum-exp: per stream [its contributing rows, n_head, its
+/// cells], masked cells -inf. base null: the export recomputes them instead.
+struct logit_store {
+  static constexpr std::uint32_t no_slot = 0xffffffffu;
+  struct stream_part {
+    std::size_t offset = 0;                      // first float of the stream's rows
+    std::size_t n_cells = 0;                     // the stream's cells
+    std::size_t token_begin = 0, token_end = 0;  // its contributing tokens in `tokens`
+  };
+  float* base = nullptr;
+  const stream_part* streams = nullptr;
+  const std::uint32_t* slot = nullptr;    // per token: its row in its stream's part, or no_slot
+  const std::uint32_t* tokens = nullptr;  // the contributing tokens, stream by stream
+};
+
 struct call {
   shape sh;
   params p;
@@ -54,6 +70,7 @@ struct call {
   std::size_t v_head_bytes;
   simd::f16_widening widening;  // the decode tiles and read order follow it (AVX2)
   bool bf16_products;  // product_precision::bf16 requested and the CPU has it (AVX-512 only)
+  logit_store store = {};
 };
 
 struct item {
