@@ -138,6 +138,13 @@ struct attention_signals {
     for (std::size_t h = 0; h < n_head_kv; ++h) s += at(h, slot);
     return s;
   }
+  /// total(slot) for every slot of [0, stride) into dst: the same sums, taken one KV
+  /// head's row at a time so that they vectorise.
+  void totals(float* dst) const noexcept {
+    for (std::size_t j = 0; j < stride; ++j) dst[j] = 0.0f;
+    for (std::size_t h = 0; h < n_head_kv; ++h)
+      for (std::size_t j = 0; j < stride; ++j) dst[j] += at(h, j);
+  }
   std::size_t n_q_head() const noexcept { return n_head_kv * group; }
   float logit(std::size_t row, std::size_t qh, std::size_t slot) const noexcept {
     return logits[(row * n_q_head() + qh) * stride + slot];

@@ -4,6 +4,8 @@
 // `recent` newest tokens are protected. Per layer: one slot set for all heads.
 #pragma once
 
+#include <vector>
+
 #include "mnemo/evict/concepts.hpp"
 
 namespace mnemo::evict {
@@ -19,8 +21,11 @@ struct h2o {
     v.state[slot] = 0.0f;
   }
   void on_attention(const step_info&, slot_view v, const attention_mass& m) const noexcept {
-    for (std::size_t j = 0; j < m.stride; ++j)
-      if (v.live(j)) v.state[j] += m.total(j);
+    thread_local std::vector<float> total;  // a warm call does not allocate
+    total.resize(m.stride);
+    m.totals(total.data());
+    // A dead slot adds 0 (its state is reset on insert): no branch, so it vectorises.
+    for (std::size_t j = 0; j < m.stride; ++j) v.state[j] += v.live(j) ? total[j] : 0.0f;
   }
   float score(const step_info&, slot_view v, std::size_t slot) const noexcept {
     return v.state[slot];

@@ -4,6 +4,8 @@
 // just been attended by itself and usually scores high).
 #pragma once
 
+#include <vector>
+
 #include "mnemo/evict/concepts.hpp"
 
 namespace mnemo::evict {
@@ -18,8 +20,10 @@ struct tova {
     v.state[slot] = 0.0f;
   }
   void on_attention(const step_info&, slot_view v, const attention_mass& m) const noexcept {
-    for (std::size_t j = 0; j < m.stride; ++j)
-      if (v.live(j)) v.state[j] = m.total(j);
+    thread_local std::vector<float> total;  // a warm call does not allocate
+    total.resize(m.stride);
+    m.totals(total.data());
+    for (std::size_t j = 0; j < m.stride; ++j) v.state[j] = v.live(j) ? total[j] : v.state[j];
   }
   float score(const step_info&, slot_view v, std::size_t slot) const noexcept {
     return v.state[slot];
