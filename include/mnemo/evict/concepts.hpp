@@ -138,12 +138,25 @@ struct attention_signals {
     for (std::size_t h = 0; h < n_head_kv; ++h) s += at(h, slot);
     return s;
   }
-  /// total(slot) for every slot of [0, stride) into dst: the same sums, taken one KV
-  /// head's row at a time so that they vectorise.
-  void totals(float* dst) const noexcept {
-    for (std::size_t j = 0; j < stride; ++j) dst[j] = 0.0f;
-    for (std::size_t h = 0; h < n_head_kv; ++h)
-      for (std::size_t j = 0; j < stride; ++j) dst[j] += at(h, j);
+  /// total(slot) for slots [first, first + n) into dst[0, n): the same sums, taken one
+  /// KV head's row at a time so that they vectorise.
+  void totals(std::size_t first, std::size_t n, float* dst) const noexcept {
+    for (std::size_t j = 0; j < n; ++j) dst[j] = 0.0f;
+    for (std::size_t h = 0; h < n_head_kv; ++h) {
+      const float* row = mass + h * stride + first;
+      for (std::size_t j = 0; j < n; ++j) dst[j] += row[j];
+    }
+  }
+  /// Calls fn(first, n, totals) for runs of at most 256 slots covering [0, stride),
+  /// totals[0, n) = total(first ..): totals() without an allocation.
+  template <class Fn>
+  void for_each_total_run(Fn&& fn) const {
+    float run[256];
+    for (std::size_t first = 0; first < stride; first += 256) {
+      const std::size_t n = stride - first < 256 ? stride - first : 256;
+      totals(first, n, run);
+      fn(first, n, static_cast<const float*>(run));
+    }
   }
   std::size_t n_q_head() const noexcept { return n_head_kv * group; }
   float logit(std::size_t row, std::size_t qh, std::size_t slot) const noexcept {

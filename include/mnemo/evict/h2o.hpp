@@ -4,8 +4,6 @@
 // `recent` newest tokens are protected. Per layer: one slot set for all heads.
 #pragma once
 
-#include <vector>
-
 #include "mnemo/evict/concepts.hpp"
 
 namespace mnemo::evict {
@@ -21,11 +19,10 @@ struct h2o {
     v.state[slot] = 0.0f;
   }
   void on_attention(const step_info&, slot_view v, const attention_mass& m) const noexcept {
-    thread_local std::vector<float> total;  // a warm call does not allocate
-    total.resize(m.stride);
-    m.totals(total.data());
     // A dead slot adds 0 (its state is reset on insert): no branch, so it vectorises.
-    for (std::size_t j = 0; j < m.stride; ++j) v.state[j] += v.live(j) ? total[j] : 0.0f;
+    m.for_each_total_run([&](std::size_t first, std::size_t n, const float* total) {
+      for (std::size_t j = 0; j < n; ++j) v.state[first + j] += v.live(first + j) ? total[j] : 0.0f;
+    });
   }
   float score(const step_info&, slot_view v, std::size_t slot) const noexcept {
     return v.state[slot];

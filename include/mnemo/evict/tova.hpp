@@ -4,8 +4,6 @@
 // just been attended by itself and usually scores high).
 #pragma once
 
-#include <vector>
-
 #include "mnemo/evict/concepts.hpp"
 
 namespace mnemo::evict {
@@ -20,10 +18,10 @@ struct tova {
     v.state[slot] = 0.0f;
   }
   void on_attention(const step_info&, slot_view v, const attention_mass& m) const noexcept {
-    thread_local std::vector<float> total;  // a warm call does not allocate
-    total.resize(m.stride);
-    m.totals(total.data());
-    for (std::size_t j = 0; j < m.stride; ++j) v.state[j] = v.live(j) ? total[j] : v.state[j];
+    m.for_each_total_run([&](std::size_t first, std::size_t n, const float* total) {
+      for (std::size_t j = first; j < first + n; ++j)
+        v.state[j] = v.live(j) ? total[j - first] : v.state[j];
+    });
   }
   float score(const step_info&, slot_view v, std::size_t slot) const noexcept {
     return v.state[slot];
