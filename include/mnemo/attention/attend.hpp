@@ -104,9 +104,7 @@ struct scratch_layout {
   }
 };
 
-}  // namespace detail
-
-/// Lays out the logit store of an export in ws (detail::logit_store) and returns its
+/// Lays out the logit store of an export in ws (logit_store) and returns its
 /// floats: 0 when the sink exports no mass or logits, or when they would take more
 /// than ws.max_stored_logits (the export then recomputes them).
 /// `order`: the call's tokens grouped by stream.
@@ -118,7 +116,7 @@ std::size_t plan_logit_store(const shape& sh, const query_batch& q,
     return 0;
   } else {
     if (sink.mass.empty() && sink.logits.empty()) return 0;
-    constexpr std::uint32_t none = detail::logit_store::no_slot;
+    constexpr std::uint32_t none = logit_store::no_slot;
     ws.export_slot.assign(q.n_tokens, none);
     ws.export_tokens.clear();
     ws.export_streams.assign(streams.size(), {});
@@ -145,7 +143,7 @@ std::size_t plan_logit_store(const shape& sh, const query_batch& q,
 /// per (stream, KV head) a task adds each contributing row's softmax weights to the
 /// mass and copies its attended logits.
 template <class K, stats_sink Sink>
-void export_stored_logits(const shape& sh, const detail::logit_store& ls, const float* lse,
+void export_stored_logits(const shape& sh, const logit_store& ls, const float* lse,
                           const Sink& sink, std::size_t n_streams, int threads) {
   const std::size_t g = sh.group(), H = sh.n_head;
   parallel_for(n_streams * sh.n_head_kv, threads, [&](std::size_t i, int) {
@@ -168,6 +166,8 @@ void export_stored_logits(const shape& sh, const detail::logit_store& ls, const 
     }
   });
 }
+
+}  // namespace detail
 
 /// Attends every query token to the cells of its stream.
 /// q.q: [n_tokens, n_head, d_k] f32; out: [n_tokens, n_head, d_v] f32 (overwritten).
@@ -250,7 +250,7 @@ status attend(const shape& sh, const params& p, const query_batch& q,
     }
   }
   const std::size_t lse_floats = q.n_tokens * sh.n_head;
-  const std::size_t store_floats = plan_logit_store(sh, q, streams, order.data(), sink, ws);
+  const std::size_t store_floats = detail::plan_logit_store(sh, q, streams, order.data(), sink, ws);
   MNEMO_ASSIGN_OR_RETURN(
       float* fbuf, ws.floats(per_thread * threads + partial_floats + lse_floats + store_floats));
   MNEMO_ASSIGN_OR_RETURN(std::uint8_t * bbuf, ws.bytes(lay.bytes() * threads + 64));
@@ -339,7 +339,7 @@ status attend(const shape& sh, const params& p, const query_batch& q,
   if constexpr (Sink::enabled) {
     if (sink.lse != nullptr) std::memcpy(sink.lse, lse, lse_floats * sizeof(float));
     if (store_floats != 0) {
-      export_stored_logits<K>(sh, c.store, lse, sink, streams.size(), threads);
+      detail::export_stored_logits<K>(sh, c.store, lse, sink, streams.size(), threads);
     } else if (!sink.mass.empty() || !sink.logits.empty()) {
       // One task per (stream, KV head, chunk), so that no two tasks add to one cell,
       // and one head per task, so that any tile's rows fit the scratch.
